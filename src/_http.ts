@@ -1,0 +1,226 @@
+/**
+ * The HTTP path to the API server: Deno's own `fetch` over a `Deno.HttpClient` that carries
+ * the cluster CA and the client certificate, with credentials applied per request, failures
+ * turned into `ApiError` / `ConnectionError`, and a hook for request metrics.
+ *
+ * @module
+ */
+import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
+import type { ClusterAccess } from "./kubeconfig.ts";
+
+/** What `onRequest` is told about each request once its response status is known. */
+export interface RequestMetric {
+  /** HTTP method, e.g. `GET`. */
+  method: string;
+  /** Kubernetes verb, e.g. `list` or `watch`. */
+  verb: string;
+  /** Host (and port) of the API server. */
+  host: string;
+  /** HTTP status code; 0 when no response arrived. */
+  code: number;
+  /** Milliseconds until the response headers arrived (or the failure). */
+  durationMs: number;
+}
+
+/** One request for {@link Transport.send}. */
+export interface RequestSpec {
+  /** HTTP method. */
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Path and query string, starting with `/`. */
+  path: string;
+  /** Body, serialized as JSON. */
+  body?: unknown;
+  /** Content type of the body. */
+  contentType?: string;
+  /** What the request addresses, for errors. */
+  target: ApiErrorTarget;
+  /** Cancels the request, including reading its body. */
+  signal?: AbortSignal;
+  /** Deadline for the whole exchange including the body; `null` for none. */
+  timeoutMs?: number | null;
+}
+
+/** Options of {@link Transport}. */
+export interface TransportOptions {
+  /** `User-Agent` header. */
+  userAgent: string;
+  /** Default deadline for non-streaming requests. */
+  timeoutMs: number;
+  /** Called once per request with its status code and latency. */
+  onRequest?: (metric: RequestMetric) => void;
+}
+
+/** Sends requests to one API server. Holds `Deno.HttpClient`s; close it when done. */
+export class Transport {
+  #access: ClusterAccess;
+  #options: TransportOptions;
+  #host: string;
+  #clients = new Map<string, Deno.HttpClient>();
+  #closed = false;
+
+  constructor(access: ClusterAccess, options: TransportOptions) {
+    this.#access = access;
+    this.#options = options;
+    this.#host = new URL(access.server).host;
+  }
+
+  /** The API server's base URL. */
+  get server(): string {
+    return this.#access.server;
+  }
+
+  /** Closes every HTTP client; later requests fail. */
+  close(): void {
+    this.#closed = true;
+    for (const c of this.#clients.values()) c.close();
+    this.#clients.clear();
+  }
+
+  #client(cert: string | undefined, key: string | undefined): Deno.HttpClient {
+    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
+    const id = cert && key ? `${cert}\0${key}` : "";
+    let client = this.#clients.get(id);
+    if (!client) {
+      client = Deno.createHttpClient({
+        caCerts: this.#access.caCerts.length ? this.#access.caCerts : undefined,
+        ...(cert && key ? { cert, key } : {}),
+        ...(this.#access.proxy ? { proxy: { url: this.#access.proxy } } : {}),
+      });
+      // Exec plugins may rotate client certificates; old clients stay open for the
+      // streams still using them (one per rotation, closed with the transport).
+      this.#clients.set(id, client);
+    }
+    return client;
+  }
+
+  /**
+   * Sends one request and returns the response when it is 2xx.
+   *
+   * @throws {ApiError} For a non-2xx response (its body is consumed).
+   * @throws {ConnectionError} When no response arrived or the deadline passed.
+   * @throws The signal's reason when `spec.signal` aborted.
+   */
+  async send(spec: RequestSpec): Promise<Response> {
+    const creds = await this.#access.credentials();
+    const headers: Record<string, string> = {
+      ...creds.headers,
+      "Accept": "application/json",
+      "User-Agent": this.#options.userAgent,
+    };
+    let body: string | undefined;
+    if (spec.body !== undefined) {
+      body = JSON.stringify(spec.body);
+      headers["Content-Type"] = spec.contentType ?? "application/json";
+    }
+    const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
+    const timeout = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
+    const signals = [spec.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const started = performance.now();
+    let res: Response;
+    try {
+      res = await fetch(this.#access.server + spec.path, {
+        method: spec.method,
+        headers,
+        body,
+        signal,
+        client: this.#client(creds.cert, creds.key),
+      });
+    } catch (e) {
+      this.#report(spec, 0, started);
+      throw this.#networkError(spec, e, timeout, timeoutMs);
+    }
+    this.#report(spec, res.status, started);
+    if (res.ok) return res;
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      throw this.#networkError(spec, e, timeout, timeoutMs);
+    }
+    throw ApiError.fromStatus(
+      spec.target,
+      res.status,
+      parseStatus(text) ?? text,
+      res.headers.get("Retry-After"),
+    );
+  }
+
+  /**
+   * Sends one request and parses the JSON body of the 2xx response.
+   *
+   * @throws {ApiError} For a non-2xx response.
+   * @throws {ConnectionError} When no complete response arrived.
+   */
+  async json<R>(spec: RequestSpec): Promise<R> {
+    const res = await this.send(spec);
+    try {
+      return await res.json() as R;
+    } catch (e) {
+      if (e instanceof SyntaxError) {
+        throw new ConnectionError(
+          this.server,
+          spec.target.verb,
+          new Error(`invalid JSON in the response: ${e.message}`),
+        );
+      }
+      throw this.#networkError(spec, e, undefined, null);
+    }
+  }
+
+  /**
+   * Turns a failure while reading a response body (e.g. a watch stream) into the error to
+   * throw: the signal's reason when it aborted, otherwise a `ConnectionError`.
+   *
+   * @param spec The request.
+   * @param e What the body reader threw.
+   * @returns The error to throw.
+   */
+  networkError(spec: RequestSpec, e: unknown): unknown {
+    return this.#networkError(spec, e, undefined, null);
+  }
+
+  #networkError(
+    spec: RequestSpec,
+    e: unknown,
+    timeout: AbortSignal | undefined,
+    timeoutMs: number | null,
+  ): unknown {
+    if (spec.signal?.aborted) return spec.signal.reason;
+    if (e instanceof ApiError || e instanceof ConnectionError) return e;
+    if (timeout?.aborted) {
+      return new ConnectionError(
+        this.server,
+        spec.target.verb,
+        new Error(`no response within ${timeoutMs} ms`, { cause: e }),
+      );
+    }
+    return new ConnectionError(this.server, spec.target.verb, e);
+  }
+
+  #report(spec: RequestSpec, code: number, started: number): void {
+    const hook = this.#options.onRequest;
+    if (!hook) return;
+    try {
+      hook({
+        method: spec.method,
+        verb: spec.target.verb,
+        host: this.#host,
+        code,
+        durationMs: performance.now() - started,
+      });
+    } catch {
+      // A metrics hook must never break a request.
+    }
+  }
+}
+
+function parseStatus(text: string): Status | undefined {
+  if (!text.startsWith("{")) return undefined;
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === "object" && v.kind === "Status" ? v as Status : undefined;
+  } catch {
+    return undefined;
+  }
+}
