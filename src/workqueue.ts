@@ -14,6 +14,24 @@ import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.t
  * to one controller-runtime metric, named in its doc. Durations are in seconds. Hooks run
  * synchronously inside queue operations, after the queue's state has changed; they must
  * be cheap and must not throw.
+ *
+ * @typeParam K The key type of the queue.
+ *
+ * @example Counting adds and tracking depth
+ * ```ts
+ * import { WorkQueue } from "./workqueue.ts";
+ *
+ * let adds = 0;
+ * let depth = 0;
+ * const queue = new WorkQueue<string>({
+ *   name: "apps",
+ *   metrics: { add: () => adds++, depth: (n) => depth = n },
+ * });
+ * queue.add("default/a");
+ * queue.add("default/a");
+ * queue.add("default/b");
+ * if (adds !== 2 || depth !== 2) throw new Error(`Unexpected adds ${adds}, depth ${depth}`);
+ * ```
  */
 export interface WorkQueueMetrics<K> {
   /** A key became dirty (it was not already waiting): `workqueue_adds_total`. */
@@ -234,6 +252,21 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * @param key The key to add.
    * @param ms The delay in milliseconds; `0` or less adds at once.
    * @throws {RangeError} When `ms` is not a finite number.
+   *
+   * @example Requeueing after a fixed time
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   * import { FakeClock } from "./fake_clock.ts";
+   *
+   * const clock = new FakeClock();
+   * const queue = new WorkQueue<string>({ clock });
+   * queue.addAfter("default/a", 5_000);
+   * queue.addAfter("default/a", 1_000); // earlier wins
+   * clock.tick(999);
+   * if (queue.len() !== 0) throw new Error("Added too early");
+   * clock.tick(1);
+   * if (queue.len() !== 1) throw new Error("Not added after 1 s");
+   * ```
    */
   addAfter(key: K, ms: number): void {
     if (!Number.isFinite(ms)) {
@@ -257,6 +290,22 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * Adds `key` after the delay the rate limiter decides, counting one more retry of it.
    *
    * @param key The key to retry.
+   *
+   * @example Retrying with backoff, resetting on success
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   * import { FakeClock } from "./fake_clock.ts";
+   *
+   * const clock = new FakeClock();
+   * const queue = new WorkQueue<string>({ clock });
+   * queue.addRateLimited("default/a"); // first retry: 5 ms
+   * clock.tick(5);
+   * const item = await queue.get();
+   * if (item.key !== "default/a") throw new Error("Not retried");
+   * if (queue.numRequeues("default/a") !== 1) throw new Error("Retry not counted");
+   * queue.forget("default/a"); // reconciled: next failure starts again at 5 ms
+   * queue.done("default/a");
+   * ```
    */
   addRateLimited(key: K): void {
     if (this.#shuttingDown) return;
@@ -290,6 +339,19 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * @param options An abort signal to stop waiting.
    * @returns The next key, or `{ shutdown: true }` once the queue is shut down and empty.
    * @throws {unknown} The signal's reason when `signal` aborts while waiting.
+   *
+   * @example Waiting for work with a timeout
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   *
+   * const queue = new WorkQueue<string>();
+   * try {
+   *   await queue.get({ signal: AbortSignal.timeout(1) });
+   *   throw new Error("Got a key from an empty queue");
+   * } catch (error) {
+   *   if ((error as Error).name !== "TimeoutError") throw error;
+   * }
+   * ```
    */
   get(options: WorkQueueGetOptions = {}): Promise<WorkQueueItem<K>> {
     if (this.#head < this.#queue.length) {
@@ -363,6 +425,24 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * Shuts the queue down and waits until every key handed to a worker is done.
    *
    * @returns A promise that resolves when no key is being processed.
+   *
+   * @example Finishing in-flight work on shutdown
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   *
+   * const queue = new WorkQueue<string>();
+   * queue.add("default/a");
+   * const { key } = await queue.get();
+   * let finished = false;
+   * setTimeout(() => {
+   *   finished = true;
+   *   queue.done(key!);
+   * }, 1);
+   * await queue.shutDownWithDrain();
+   * if (!finished) throw new Error("Drain did not wait");
+   * queue.add("default/b"); // ignored
+   * if (queue.len() !== 0) throw new Error("Accepted a key after shutdown");
+   * ```
    */
   shutDownWithDrain(): Promise<void> {
     this.shutDown();
