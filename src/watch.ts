@@ -99,10 +99,10 @@ export interface WatchClient {
 /** Options for {@linkcode watch}. */
 export interface WatchOptions extends WatchQuery {
   /**
-   * The client to list and watch with.
-   * @default a client from the default kubeconfig (`createClient()`)
+   * The client to list and watch with, or a promise of one.
+   * @default a client from the default kubeconfig (`createClient()`), closed at the end
    */
-  client?: WatchClient;
+  client?: WatchClient | Promise<WatchClient>;
   /** Stops the stream: the open request is aborted and iteration ends. */
   signal?: AbortSignal;
   /**
@@ -252,7 +252,7 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     let client: WatchClient;
     let owned: Client | undefined;
     try {
-      client = this.#opts.client ?? (owned = await defaultClient());
+      client = await (this.#opts.client ?? (owned = await defaultClient()));
     } catch (err) {
       throw toWatchError(err, "list", this.#res, this.#opts, true);
     }
