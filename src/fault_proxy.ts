@@ -1,0 +1,273 @@
+/**
+ * A TCP proxy on loopback in front of an API server, for tests that need the network to
+ * fail: drop every connection, or stall open streams while their sockets stay open.
+ * Bytes pass through untouched, so TLS (and client certificates) work end to end; point
+ * a kubeconfig's `server:` at {@linkcode FaultProxy.prototype.url}.
+ *
+ * @module
+ */
+
+/** Options for {@linkcode startFaultProxy}. */
+export interface FaultProxyOptions {
+  /** Where to forward: a URL such as `https://127.0.0.1:6443`, or `host:port`. */
+  target: string;
+  /**
+   * Port to listen on; `0` picks a free one.
+   * @default 0
+   */
+  port?: number;
+}
+
+interface Pair {
+  down: Deno.Conn;
+  up: Deno.Conn | undefined;
+  closed: PromiseWithResolvers<void>;
+  isClosed: boolean;
+}
+
+/**
+ * A running fault proxy. Close it with `close()` or `await using`.
+ *
+ * Guarantees: `dropAll()` closes both sides of every open connection at once; while
+ * `stall(true)` is on, no byte is forwarded in either direction on any connection, old or
+ * new, and no socket is closed by the proxy.
+ *
+ * @example Dropping connections
+ * ```ts
+ * import { startFaultProxy } from "./fault_proxy.ts";
+ * // An upstream that answers one line per connection.
+ * using upstream = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+ * (async () => {
+ *   for await (const c of upstream) c.write(new TextEncoder().encode("hi\n")).then(() => c.close()).catch(() => {});
+ * })();
+ * await using proxy = await startFaultProxy({ target: `127.0.0.1:${upstream.addr.port}` });
+ * const conn = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
+ * const buf = new Uint8Array(3);
+ * await conn.read(buf);
+ * if (new TextDecoder().decode(buf) !== "hi\n" || proxy.acceptedConnections !== 1) throw new Error();
+ * proxy.dropAll();
+ * conn.close();
+ * ```
+ */
+export class FaultProxy implements AsyncDisposable {
+  /** The proxy's URL, with the target's scheme: e.g. `https://127.0.0.1:40123`. */
+  readonly url: string;
+  /** The port the proxy listens on. */
+  readonly port: number;
+  readonly #listener: Deno.TcpListener;
+  readonly #target: { hostname: string; port: number };
+  readonly #pairs = new Set<Pair>();
+  readonly #serving: Promise<void>;
+  #accepted = 0;
+  #upstreamFailures = 0;
+  #stalled: PromiseWithResolvers<void> | undefined;
+  #closed = false;
+
+  /**
+   * Prefer {@linkcode startFaultProxy}.
+   *
+   * @param listener The listening socket.
+   * @param target The upstream address.
+   * @param scheme The URL scheme for {@linkcode FaultProxy.prototype.url}.
+   */
+  constructor(
+    listener: Deno.TcpListener,
+    target: { hostname: string; port: number },
+    scheme: string,
+  ) {
+    this.#listener = listener;
+    this.#target = target;
+    this.port = listener.addr.port;
+    this.url = `${scheme}://127.0.0.1:${this.port}`;
+    this.#serving = this.#serve();
+  }
+
+  /**
+   * Connections open now (accepted and not yet closed).
+   *
+   * @returns The count.
+   */
+  get openConnections(): number {
+    return this.#pairs.size;
+  }
+
+  /**
+   * Connections accepted since the start.
+   *
+   * @returns The count.
+   */
+  get acceptedConnections(): number {
+    return this.#accepted;
+  }
+
+  /**
+   * Accepted connections whose upstream could not be reached (they were closed at once).
+   *
+   * @returns The count.
+   */
+  get upstreamFailures(): number {
+    return this.#upstreamFailures;
+  }
+
+  /**
+   * Whether forwarding is stalled.
+   *
+   * @returns True while stalled.
+   */
+  get stalled(): boolean {
+    return this.#stalled !== undefined;
+  }
+
+  /**
+   * Closes every open connection, both sides. New connections are accepted as usual.
+   *
+   * @returns How many connections were closed.
+   */
+  dropAll(): number {
+    const n = this.#pairs.size;
+    for (const p of [...this.#pairs]) this.#closePair(p);
+    return n;
+  }
+
+  /**
+   * Stops (`true`) or resumes (`false`) forwarding bytes on every connection, including
+   * ones accepted while stalled. Sockets stay open, as with a network black hole.
+   *
+   * @param on Whether to stall.
+   */
+  stall(on: boolean): void {
+    if (on && !this.#stalled) this.#stalled = Promise.withResolvers();
+    if (!on && this.#stalled) {
+      this.#stalled.resolve();
+      this.#stalled = undefined;
+    }
+  }
+
+  /**
+   * Stops listening and closes every connection.
+   *
+   * @returns A promise that resolves once everything is closed.
+   */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      try {
+        this.#listener.close();
+      } catch { /* already closed */ }
+      this.stall(false);
+      this.dropAll();
+    }
+    await this.#serving;
+  }
+
+  /**
+   * Same as {@linkcode FaultProxy.prototype.close}, for `await using`.
+   *
+   * @returns A promise that resolves once closed.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #serve(): Promise<void> {
+    const handlers = new Set<Promise<void>>();
+    try {
+      for await (const down of this.#listener) {
+        this.#accepted++;
+        const h = this.#handle(down).finally(() => handlers.delete(h));
+        handlers.add(h);
+      }
+    } catch {
+      // The listener was closed.
+    }
+    await Promise.allSettled([...handlers]);
+  }
+
+  async #handle(down: Deno.Conn): Promise<void> {
+    const pair: Pair = { down, up: undefined, closed: Promise.withResolvers(), isClosed: false };
+    this.#pairs.add(pair);
+    try {
+      pair.up = await Deno.connect(this.#target);
+    } catch {
+      this.#upstreamFailures++;
+      this.#closePair(pair);
+      return;
+    }
+    if (pair.isClosed) {
+      pair.up.close();
+      return;
+    }
+    await Promise.allSettled([this.#pump(pair, down, pair.up), this.#pump(pair, pair.up, down)]);
+    this.#closePair(pair);
+  }
+
+  async #pump(pair: Pair, from: Deno.Conn, to: Deno.Conn): Promise<void> {
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null || pair.isClosed) break;
+        while (this.#stalled && !pair.isClosed) {
+          await Promise.race([this.#stalled.promise, pair.closed.promise]);
+        }
+        if (pair.isClosed) break;
+        for (let off = 0; off < n;) off += await to.write(buf.subarray(off, n));
+      }
+    } catch {
+      // A side closed or reset: the pair is done.
+    }
+    this.#closePair(pair);
+  }
+
+  #closePair(pair: Pair): void {
+    if (pair.isClosed) return;
+    pair.isClosed = true;
+    this.#pairs.delete(pair);
+    pair.closed.resolve();
+    for (const c of [pair.down, pair.up]) {
+      try {
+        c?.close();
+      } catch { /* already closed */ }
+    }
+  }
+}
+
+/**
+ * Starts a TCP proxy on `127.0.0.1` that forwards to `target`.
+ *
+ * @param options The upstream (`https://host:port` or `host:port`) and the local port.
+ * @returns The running proxy.
+ * @throws {TypeError} When `target` has no port.
+ * @throws {Deno.errors.AddrInUse} When `port` is taken.
+ *
+ * @example Point a client at the proxy
+ * ```ts ignore
+ * import { startFaultProxy } from "./fault_proxy.ts";
+ * await using proxy = await startFaultProxy({ target: cp.server });
+ * // write a kubeconfig whose server is proxy.url, then:
+ * proxy.stall(true); // the client's open watch goes silent
+ * proxy.stall(false);
+ * proxy.dropAll(); // every connection is reset
+ * ```
+ */
+export function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  try {
+    return Promise.resolve(listen(options));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function listen(options: FaultProxyOptions): FaultProxy {
+  const { target } = options;
+  const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(target);
+  const url = new URL(hasScheme ? target : `tcp://${target}`);
+  const scheme = hasScheme ? url.protocol.slice(0, -1) : "https";
+  const port = Number(url.port || (scheme === "https" ? 443 : scheme === "http" ? 80 : NaN));
+  if (!Number.isInteger(port) || port <= 0) {
+    throw new TypeError(`Cannot start fault proxy: target "${target}" has no port`);
+  }
+  const hostname = url.hostname.replace(/^\[|\]$/g, "");
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: options.port ?? 0 });
+  return new FaultProxy(listener, { hostname, port }, scheme);
+}
