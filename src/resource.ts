@@ -69,7 +69,9 @@ export interface ResourceInit {
  */
 export function resource<T extends KubeObject = KubeObject>(init: ResourceInit): Resource<T> {
   if (!init.kind) throw new TypeError("Cannot describe a resource: kind is empty");
-  if (!init.version) throw new TypeError(`Cannot describe resource "${init.kind}": version is empty`);
+  if (!init.version) {
+    throw new TypeError(`Cannot describe resource "${init.kind}": version is empty`);
+  }
   return Object.freeze({
     group: init.group,
     version: init.version,

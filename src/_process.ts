@@ -1,0 +1,92 @@
+// Supervised child processes for the test control plane.
+//
+// Every binary runs under a tiny `sh` guard whose stdin is a pipe from this Deno process.
+// When that pipe closes — because stop() closed it, or because Deno exited for any reason,
+// SIGINT and SIGKILL included — the guard sends SIGTERM to the binary, then SIGKILL after a
+// grace period. No signal listeners are installed, so Ctrl-C keeps its default meaning for
+// the test runner, and nothing is left behind.
+
+// Background jobs of a non-interactive shell read /dev/null, so the pipe is kept on fd 3.
+const GUARD = `
+exec 3<&0
+log="$1"; shift
+"$@" </dev/null >>"$log" 2>&1 &
+pid=$!
+( cat <&3 >/dev/null; kill -TERM "$pid" 2>/dev/null; i=0
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+  kill -KILL "$pid" 2>/dev/null ) &
+wait "$pid"
+`;
+
+/** A running binary and its log. */
+export class Supervised {
+  readonly name: string;
+  readonly logPath: string;
+  readonly #child: Deno.ChildProcess;
+  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly exited: Promise<number>;
+  #exitCode: number | undefined;
+
+  constructor(
+    name: string,
+    bin: string,
+    args: string[],
+    logPath: string,
+    env?: Record<string, string>,
+  ) {
+    this.name = name;
+    this.logPath = logPath;
+    this.#child = new Deno.Command("sh", {
+      args: ["-c", GUARD, "kubeno-guard", logPath, bin, ...args],
+      stdin: "piped",
+      stdout: "null",
+      stderr: "null",
+      env,
+    }).spawn();
+    this.#stdin = this.#child.stdin.getWriter();
+    this.exited = this.#child.status.then((s) => (this.#exitCode = s.code));
+  }
+
+  /** The exit code once the process has exited, else undefined. */
+  get exitCode(): number | undefined {
+    return this.#exitCode;
+  }
+
+  /** Stops the binary (SIGTERM, then SIGKILL after 10 s) and waits for it. */
+  async stop(): Promise<void> {
+    await this.#stdin.close().catch(() => {});
+    await this.exited;
+  }
+
+  /** The last lines of the process's log, for error messages. */
+  async logTail(lines = 15): Promise<string> {
+    const text = await Deno.readTextFile(this.logPath).catch(() => "");
+    return text.trimEnd().split("\n").slice(-lines).join("\n");
+  }
+}
+
+/** A free TCP port on 127.0.0.1 at the time of the call. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/**
+ * Removes `dir` when this Deno process exits for any reason, or when the returned function is
+ * called. Uses the same stdin-pipe guard as the processes.
+ */
+export function reapOnExit(dir: string): () => Promise<void> {
+  const child = new Deno.Command("sh", {
+    args: ["-c", 'cat >/dev/null; sleep 0.5; rm -rf "$1"', "kubeno-reaper", dir],
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  return async () => {
+    await w.close().catch(() => {});
+    await child.status;
+  };
+}
