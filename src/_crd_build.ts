@@ -9,7 +9,7 @@ import type {
   PrinterColumn,
   ScaleSubresource,
 } from "./crd.ts";
-import type { JSONSchemaProps, ValidationRule } from "./schema.ts";
+import type { JSONSchemaProps, ValidationRule } from "./crd.ts";
 import { toRules } from "./_schema_walk.ts";
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

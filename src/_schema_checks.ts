@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JSONSchemaProps } from "./schema.ts";
+import type { JSONSchemaProps } from "./crd.ts";
 
 /** A zod internal node, read through `_zod`; zod does not type these publicly. */
 // deno-lint-ignore no-explicit-any

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import type { JSONSchemaProps, ValidationRule } from "./schema.ts";
+import type { JSONSchemaProps, ValidationRule } from "./crd.ts";
 import {
   numberSchema,
   re2Pattern,
@@ -13,6 +13,7 @@ import {
   stringSchema,
   type ZodNode,
 } from "./_schema_checks.ts";
+import { child, enumSchema, intersectionSchema, unionSchema } from "./_schema_combine.ts";
 
 type Meta = Record<string, unknown>;
 
@@ -76,16 +77,6 @@ function isJson(value: unknown): boolean {
     return Object.values(value as object).every(isJson);
   }
   return false;
-}
-
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-function child(path: string, key: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key)
-    ? (path ? `${path}.${key}` : key)
-    : `${path}[${JSON.stringify(key)}]`;
 }
 
 /** Normalises CEL rules given as strings or objects. */
@@ -273,7 +264,7 @@ export class SchemaWalker {
       case "enum":
       case "literal":
         return plain(
-          this.#enum([...(node._zod as unknown as { values: Set<unknown> }).values], fail),
+          enumSchema([...(node._zod as unknown as { values: Set<unknown> }).values], fail),
         );
       case "template_literal":
         return plain({ type: "string", pattern: re2Pattern(node._zod.pattern!, fail) });
@@ -292,9 +283,9 @@ export class SchemaWalker {
       case "record":
         return this.#record(node, path);
       case "union":
-        return plain(this.#union(def.options, path));
+        return plain(unionSchema(this, def.options, path));
       case "intersection":
-        return plain(this.#intersection(def.left, def.right, path));
+        return plain(intersectionSchema(this, def.left, def.right, path));
       case "pipe": {
         const transform = def.in._zod.def.type === "transform" ||
           def.out._zod.def.type === "transform";
@@ -303,24 +294,6 @@ export class SchemaWalker {
       default:
         return fail(UNSUPPORTED[def.type] ?? `z.${def.type}() is not expressible as OpenAPI`);
     }
-  }
-
-  #enum(values: unknown[], fail: (why: string) => never): JSONSchemaProps {
-    const nonNull = values.filter((v) => v !== null);
-    if (nonNull.length === 0) fail(UNSUPPORTED.null);
-    const types = new Set(nonNull.map((v) => typeof v));
-    if (types.size !== 1) {
-      fail(`an enum mixing ${[...types].join(" and ")} values is not expressible as OpenAPI`);
-    }
-    const [t] = types;
-    let type: JSONSchemaProps["type"];
-    if (t === "string" || t === "boolean") type = t;
-    else if (t === "number") {
-      type = nonNull.every((v) => Number.isInteger(v)) ? "integer" : "number";
-    } else fail(`a ${t} literal is not expressible as OpenAPI`);
-    const out: JSONSchemaProps = { type, enum: nonNull };
-    if (nonNull.length < values.length) out.nullable = true;
-    return out;
   }
 
   #object(
@@ -395,102 +368,5 @@ export class SchemaWalker {
       schema,
       refinements: sizeChecks(node, fail).refinements + keyChecks.refinements + constrained,
     };
-  }
-
-  #union(options: ZodNode[], path: string): JSONSchemaProps {
-    const fail = (why: string): never => this.fail(path, why);
-    const isNull = (o: ZodNode) =>
-      o._zod.def.type === "null" ||
-      (o._zod.def.type === "literal" && o._zod.def.values.every((v: unknown) => v === null));
-    const rest = options.filter((o) => !isNull(o));
-    const nullable = rest.length < options.length;
-    const schemas = rest.map((o) => this.walk(o, path));
-    let out: JSONSchemaProps;
-    const scalarEnum = (s: JSONSchemaProps) =>
-      Array.isArray(s.enum) &&
-      Object.keys(s).every((k) => ["type", "enum", "nullable"].includes(k));
-    if (schemas.length === 0) return fail(UNSUPPORTED.null);
-    if (schemas.length === 1) {
-      out = schemas[0];
-    } else if (schemas.every(scalarEnum)) {
-      out = this.#enum(schemas.flatMap((s) => [...s.enum!, ...(s.nullable ? [null] : [])]), fail);
-    } else {
-      out = this.#intOrString(schemas, fail);
-    }
-    if (nullable) out.nullable = true;
-    return out;
-  }
-
-  #intOrString(schemas: JSONSchemaProps[], fail: (why: string) => never): JSONSchemaProps {
-    const int = schemas.find((s) => s.type === "integer" && !s.enum);
-    const str = schemas.find((s) => s.type === "string" && !s.enum);
-    if (schemas.length !== 2 || !int || !str) {
-      const kinds = schemas.map((s) => s.type ?? "unknown");
-      if (kinds.every((k) => k === "object")) {
-        fail(
-          "a union of objects is not expressible as a structural schema; use one object with optional fields and a CEL rule choosing between them",
-        );
-      }
-      if (kinds.includes("string") && kinds.includes("number")) {
-        fail(
-          "a union of string and number is only expressible as int-or-string; use intOrString() or z.union([z.int(), z.string()])",
-        );
-      }
-      fail(`a union of ${kinds.join(" and ")} is not expressible as a structural schema`);
-    }
-    // Number validations only constrain numbers and string ones only strings, so they can sit beside the int-or-string marker.
-    const out: JSONSchemaProps = {
-      "x-kubernetes-int-or-string": true,
-      anyOf: [{ type: "integer" }, { type: "string" }],
-    };
-    const hoist = (s: JSONSchemaProps, keys: (keyof JSONSchemaProps)[]) => {
-      for (const [k, v] of Object.entries(s)) {
-        if (k === "type" || (k === "format" && s.type === "integer")) continue;
-        if (!keys.includes(k as keyof JSONSchemaProps)) {
-          fail(`"${k}" inside an int-or-string branch is not expressible; put it on the union`);
-        }
-        (out as Record<string, unknown>)[k] = v;
-      }
-    };
-    hoist(int, ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]);
-    hoist(str, ["minLength", "maxLength", "pattern", "format"]);
-    return out;
-  }
-
-  #intersection(left: ZodNode, right: ZodNode, path: string): JSONSchemaProps {
-    const a = this.walk(left, path);
-    const b = this.walk(right, path);
-    if (same(a, b)) return a;
-    const mergeable = (s: JSONSchemaProps) =>
-      s.type === "object" && s.additionalProperties === undefined && !s.nullable &&
-      s.default === undefined;
-    if (!mergeable(a) || !mergeable(b)) {
-      this.fail(
-        path,
-        `an intersection of ${a.type ?? "unknown"} and ${
-          b.type ?? "unknown"
-        } cannot be merged into one structural schema`,
-      );
-    }
-    const out: JSONSchemaProps = { type: "object" };
-    const properties = { ...a.properties };
-    for (const [key, prop] of Object.entries(b.properties ?? {})) {
-      if (properties[key] && !same(properties[key], prop)) {
-        this.fail(
-          child(path, key),
-          "both sides of an intersection define this field differently; merge them into one schema",
-        );
-      }
-      properties[key] = prop;
-    }
-    if (Object.keys(properties).length) out.properties = properties;
-    const required = [...new Set([...(a.required ?? []), ...(b.required ?? [])])];
-    if (required.length) out.required = required;
-    const rules = [...(a[VALIDATIONS] ?? []), ...(b[VALIDATIONS] ?? [])];
-    if (rules.length) out[VALIDATIONS] = rules;
-    if (a["x-kubernetes-preserve-unknown-fields"] || b["x-kubernetes-preserve-unknown-fields"]) {
-      out["x-kubernetes-preserve-unknown-fields"] = true;
-    }
-    return out;
   }
 }

@@ -8,9 +8,13 @@ import { z } from "zod";
 import type { KubeObject, ObjectMeta } from "./object.ts";
 import type { Resource } from "./resource.ts";
 import { pluralize } from "./resource.ts";
-import type { ValidationRule } from "./schema.ts";
 import { toStructuralSchema } from "./schema.ts";
-import type { CustomResourceDefinition, PrinterColumn, ScaleSubresource } from "./crd.ts";
+import type {
+  CustomResourceDefinition,
+  PrinterColumn,
+  ScaleSubresource,
+  ValidationRule,
+} from "./crd.ts";
 import { buildCrd, checkNames } from "./_crd_build.ts";
 
 /** A custom resource's object: what the API server returns for it. */
@@ -127,7 +131,26 @@ export interface ResourceIssue {
   message: string;
 }
 
-/** An object does not satisfy its resource's schema; `issues` names each field. */
+/**
+ * An object does not satisfy its resource's schema; `issues` names each field.
+ *
+ * @example Inspect the failed fields
+ * ```ts
+ * import { z } from "zod";
+ * import { defineResource, ResourceValidationError } from "./define_resource.ts";
+ * const Myapp = defineResource({
+ *   group: "apps.kubeno.dev",
+ *   version: "v1",
+ *   kind: "Myapp",
+ *   spec: z.object({ replicas: z.int().min(0) }),
+ * });
+ * try {
+ *   Myapp.parse({ metadata: { name: "a" }, spec: { replicas: -1 } });
+ * } catch (e) {
+ *   if (!(e instanceof ResourceValidationError) || e.issues[0].path !== "spec.replicas") throw e;
+ * }
+ * ```
+ */
 export class ResourceValidationError extends Error {
   override name = "ResourceValidationError";
   /** Each failed field. */

@@ -7,6 +7,9 @@
  * (`x-kubernetes-validations`, `x-kubernetes-list-type`, ...), so
  * `schema.meta({ "x-kubernetes-list-type": "set" })` works as well as `listType(schema, "set")`.
  *
+ * The result types, `JSONSchemaProps` and `ValidationRule`, live in `crd.ts` with the rest of
+ * the CustomResourceDefinition object.
+ *
  * Guarantees: a construct the API server cannot express (transforms, refinements without a
  * CEL rule beside them, unions of objects, tuples, dates, ...) throws a `TypeError` naming the
  * field path; the result is never a silently weaker schema.
@@ -20,103 +23,7 @@
 import { z } from "zod";
 import { SchemaWalker, toRules } from "./_schema_walk.ts";
 import type { ZodNode } from "./_schema_checks.ts";
-
-/** One CEL rule (`x-kubernetes-validations` entry), evaluated by the API server. */
-export interface ValidationRule {
-  /** The CEL expression; `self` is the value the rule is declared on, e.g. `self.min <= self.max`. */
-  rule: string;
-  /** Message returned when the rule fails. */
-  message?: string;
-  /** CEL expression producing the message. */
-  messageExpression?: string;
-  /** Reason returned when the rule fails. */
-  reason?:
-    | "FieldValueInvalid"
-    | "FieldValueForbidden"
-    | "FieldValueRequired"
-    | "FieldValueDuplicate";
-  /** JSON path (relative to `self`) of the field the failure is reported on, e.g. `.max`. */
-  fieldPath?: string;
-  /** Whether a transition rule also runs on create, with `oldSelf` an absent optional. */
-  optionalOldSelf?: boolean;
-}
-
-/**
- * A (structural) OpenAPI v3 schema as the API server reads it: apiextensions.k8s.io/v1
- * `JSONSchemaProps`, the subset kubeno generates.
- */
-export interface JSONSchemaProps {
-  /** `object`, `array`, `string`, `integer`, `number` or `boolean`. */
-  type?: "object" | "array" | "string" | "integer" | "number" | "boolean";
-  /** Format the server checks, e.g. `date-time`, `int64`. */
-  format?: string;
-  /** Short title. */
-  title?: string;
-  /** What the field means; shown by `kubectl explain` and in the published OpenAPI. */
-  description?: string;
-  /** Value the server fills in when the field is absent. */
-  default?: unknown;
-  /** Example value. */
-  example?: unknown;
-  /** Allowed values. */
-  enum?: unknown[];
-  /** Whether `null` is allowed. */
-  nullable?: boolean;
-  /** Smallest allowed number. */
-  minimum?: number;
-  /** Largest allowed number. */
-  maximum?: number;
-  /** Whether `minimum` itself is excluded. */
-  exclusiveMinimum?: boolean;
-  /** Whether `maximum` itself is excluded. */
-  exclusiveMaximum?: boolean;
-  /** Numbers must be a multiple of this. */
-  multipleOf?: number;
-  /** Shortest allowed string. */
-  minLength?: number;
-  /** Longest allowed string. */
-  maxLength?: number;
-  /** Regular expression (Go RE2 syntax) strings must match. */
-  pattern?: string;
-  /** Fewest array items. */
-  minItems?: number;
-  /** Most array items. */
-  maxItems?: number;
-  /** Fewest object properties. */
-  minProperties?: number;
-  /** Most object properties. */
-  maxProperties?: number;
-  /** Names of properties that must be present. */
-  required?: string[];
-  /** Schema of array items. */
-  items?: JSONSchemaProps;
-  /** Schemas of known object properties. */
-  properties?: Record<string, JSONSchemaProps>;
-  /** Schema of the values of a map. */
-  additionalProperties?: JSONSchemaProps | boolean;
-  /** Value validations that must all pass. */
-  allOf?: JSONSchemaProps[];
-  /** Value validations of which at least one must pass. */
-  anyOf?: JSONSchemaProps[];
-  /** Value validations of which exactly one must pass. */
-  oneOf?: JSONSchemaProps[];
-  /** A value validation that must fail. */
-  not?: JSONSchemaProps;
-  /** Keep fields the schema does not name instead of pruning them. */
-  "x-kubernetes-preserve-unknown-fields"?: boolean;
-  /** The value is a whole Kubernetes object (apiVersion, kind, metadata). */
-  "x-kubernetes-embedded-resource"?: boolean;
-  /** The value is an integer or a string. */
-  "x-kubernetes-int-or-string"?: boolean;
-  /** How server-side apply merges the list. */
-  "x-kubernetes-list-type"?: "atomic" | "set" | "map";
-  /** The keys identifying items of a `map` list. */
-  "x-kubernetes-list-map-keys"?: string[];
-  /** How server-side apply merges the map. */
-  "x-kubernetes-map-type"?: "atomic" | "granular";
-  /** CEL rules. */
-  "x-kubernetes-validations"?: ValidationRule[];
-}
+import type { JSONSchemaProps, ValidationRule } from "./crd.ts";
 
 /** Options for {@link toStructuralSchema}. */
 export interface StructuralSchemaOptions {
@@ -253,8 +160,8 @@ export type EmbeddedObjectSchema = z.ZodObject<
  * `metadata`. Without a schema, any object is kept as is; with one, it is narrowed (only
  * `metadata.name` and `metadata.generateName` may carry constraints).
  *
- * @param schema The object's schema.
- * @default a loose object with `apiVersion`, `kind` and optional `metadata`
+ * @param schema The object's schema; when omitted, a loose object with `apiVersion`, `kind`
+ * and optional `metadata`.
  * @returns A copy of `schema` marked as an embedded resource.
  *
  * @example Any embedded object

@@ -1,10 +1,10 @@
 import { deepStrictEqual, throws } from "node:assert";
 import { z } from "zod";
+import type { JSONSchemaProps } from "./crd.ts";
 import {
   cel,
   embeddedResource,
   intOrString,
-  type JSONSchemaProps,
   listMap,
   listType,
   mapType,
