@@ -250,7 +250,7 @@ function hasReason(err: unknown, reason: string, code: number): boolean {
  * if (isNotFound(new Error("x"))) throw new Error("plain errors are not NotFound");
  * ```
  */
-export function isNotFound(err: unknown): err is ApiError {
+export function isNotFound(err: unknown): err is ApiError & { reason: "NotFound" } {
   return hasReason(err, "NotFound", 404);
 }
 
@@ -267,7 +267,7 @@ export function isNotFound(err: unknown): err is ApiError {
  * if (isConflict(undefined)) throw new Error();
  * ```
  */
-export function isConflict(err: unknown): err is ApiError {
+export function isConflict(err: unknown): err is ApiError & { reason: "Conflict" } {
   return hasReason(err, "Conflict", 409);
 }
 
@@ -283,7 +283,7 @@ export function isConflict(err: unknown): err is ApiError {
  * if (isAlreadyExists(null)) throw new Error();
  * ```
  */
-export function isAlreadyExists(err: unknown): err is ApiError {
+export function isAlreadyExists(err: unknown): err is ApiError & { reason: "AlreadyExists" } {
   return err instanceof ApiError && err.reason === "AlreadyExists";
 }
 
@@ -299,7 +299,7 @@ export function isAlreadyExists(err: unknown): err is ApiError {
  * if (isForbidden(new Error())) throw new Error();
  * ```
  */
-export function isForbidden(err: unknown): err is ApiError {
+export function isForbidden(err: unknown): err is ApiError & { reason: "Forbidden" } {
   return hasReason(err, "Forbidden", 403);
 }
 
@@ -315,7 +315,7 @@ export function isForbidden(err: unknown): err is ApiError {
  * if (isInvalid("nope")) throw new Error();
  * ```
  */
-export function isInvalid(err: unknown): err is ApiError {
+export function isInvalid(err: unknown): err is ApiError & { reason: "Invalid" } {
   return hasReason(err, "Invalid", 422);
 }
 
@@ -332,7 +332,7 @@ export function isInvalid(err: unknown): err is ApiError {
  * if (isGone({})) throw new Error();
  * ```
  */
-export function isGone(err: unknown): err is ApiError {
+export function isGone(err: unknown): err is ApiError & { code: 410 } {
   return err instanceof ApiError && (err.code === 410 || err.reason === "Expired" ||
     err.reason === "Gone");
 }
@@ -349,7 +349,7 @@ export function isGone(err: unknown): err is ApiError {
  * if (isUnauthorized(0)) throw new Error();
  * ```
  */
-export function isUnauthorized(err: unknown): err is ApiError {
+export function isUnauthorized(err: unknown): err is ApiError & { reason: "Unauthorized" } {
   return hasReason(err, "Unauthorized", 401);
 }
 
@@ -365,7 +365,7 @@ export function isUnauthorized(err: unknown): err is ApiError {
  * if (isTooManyRequests(new Error())) throw new Error();
  * ```
  */
-export function isTooManyRequests(err: unknown): err is ApiError {
+export function isTooManyRequests(err: unknown): err is ApiError & { reason: "TooManyRequests" } {
   return hasReason(err, "TooManyRequests", 429);
 }
 
@@ -430,5 +430,8 @@ function describeCause(cause: unknown): string {
   const joined = parts.join(": ") || "unknown error";
   // Deno's fetch says "error sending request for url (https://...): client error (Connect): ..."
   // The URL is already named by kubeno's prefix, so keep only the cause.
-  return joined.replace(/^error sending request for url \([^)]*\):\s*/, "");
+  return joined
+    .replace(/^fetch failed: /, "")
+    .replace(/^error sending request for url \([^)]*\):\s*/, "")
+    .replace(/^client error \(Connect\):\s*/, "");
 }

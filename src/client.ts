@@ -630,7 +630,8 @@ function target(
  *
  * @param options Kubeconfig path, context, field manager, user agent, timeout, metrics hook.
  * @returns A client; `close()` it when done.
- * @throws {KubeconfigError} When no usable kubeconfig is found.
+ * @throws {KubeconfigError} When no usable kubeconfig is found, or its certificate data is
+ * not usable.
  *
  * @example List ConfigMaps
  * ```ts ignore

@@ -192,12 +192,15 @@ export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<C
   const user = kc.getCurrentUser();
   const dynamic = Boolean(user?.exec || user?.authProvider);
   const first = await resolveCredentials(kc, source, user?.name);
+  // From the cluster itself: client-node applies the CA only when the context names a user.
+  const ca = readCa(source, cluster.caData, cluster.caFile) ?? first.ca;
+  checkTlsData(source, ca, first.credentials);
   return {
     server,
     namespace: ctx.namespace || "default",
     context: contextName,
     source,
-    caCerts: first.ca ? [first.ca] : [],
+    caCerts: ca ? [ca] : [],
     proxy: cluster.proxyUrl,
     insecureSkipTlsVerify: cluster.skipTLSVerify === true,
     credentials: dynamic
@@ -309,6 +312,42 @@ async function resolveCredentials(
     ca: pem(opts.ca),
     credentials: { headers, cert: pem(opts.cert), key: pem(opts.key) },
   };
+}
+
+function readCa(
+  source: string,
+  data: string | undefined,
+  file: string | undefined,
+): string | undefined {
+  if (file) {
+    try {
+      return Deno.readTextFileSync(file);
+    } catch (e) {
+      throw new KubeconfigError(
+        source,
+        `cannot read certificate-authority "${file}": ${firstLine(e)}`,
+      );
+    }
+  }
+  if (!data) return undefined;
+  try {
+    return decoder.decode(Uint8Array.from(atob(data.replace(/\s+/g, "")), (c) => c.charCodeAt(0)));
+  } catch {
+    throw new KubeconfigError(source, "certificate-authority-data is not valid base64");
+  }
+}
+
+/** Reports unusable CA or client certificate data now, naming the file, not on first use. */
+function checkTlsData(source: string, ca: string | undefined, creds: Credentials): void {
+  const { cert, key } = creds;
+  try {
+    Deno.createHttpClient({
+      caCerts: ca ? [ca] : undefined,
+      ...(cert && key ? { cert, key } : {}),
+    }).close();
+  } catch (e) {
+    throw new KubeconfigError(source, `unusable certificate data: ${firstLine(e)}`, { cause: e });
+  }
 }
 
 function exists(path: string): boolean {
