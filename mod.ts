@@ -31,3 +31,167 @@ export {
   resource,
   type ResourceInit,
 } from "./src/resource.ts";
+export {
+  type CustomResource,
+  defineResource,
+  type DefineResourceOptions,
+  type OutputOf,
+  type ResourceIssue,
+  type ResourceObject,
+  ResourceValidationError,
+  type SafeParseResult,
+  type ScaleOptions,
+} from "./src/define_resource.ts";
+export {
+  cel,
+  type EmbeddedObjectSchema,
+  embeddedResource,
+  intOrString,
+  listMap,
+  listType,
+  mapType,
+  type StructuralSchemaOptions,
+  toStructuralSchema,
+} from "./src/schema.ts";
+export type {
+  CustomResourceDefinitionCondition,
+  CustomResourceDefinitionNames,
+  CustomResourceDefinitionSpec,
+  JSONSchemaProps,
+  PrinterColumn,
+  ScaleSubresource,
+  ValidationRule,
+} from "./src/crd.ts";
+export { z } from "zod";
+export { Client, type ClientOptions, createClient, type RequestMetric } from "./src/client.ts";
+export type {
+  ApplyObject,
+  ApplyOptions,
+  DeleteOptions,
+  JsonPatchOperation,
+  ListOptions,
+  MergePatch,
+  ObjectList,
+  ObjectOptions,
+  PatchOptions,
+  RawWatchEvent,
+  WatchOptions as RawWatchOptions,
+  WriteOptions,
+} from "./src/client_types.ts";
+export {
+  ApiError,
+  type ApiErrorTarget,
+  ConnectionError,
+  isAlreadyExists,
+  isConflict,
+  isForbidden,
+  isGone,
+  isInvalid,
+  isNotFound,
+  isTooManyRequests,
+  isUnauthorized,
+  type Status,
+  type StatusCause,
+  type StatusDetails,
+} from "./src/api_error.ts";
+export {
+  type ClusterAccess,
+  type Credentials,
+  KubeconfigError,
+  type KubeconfigOptions,
+  loadKubeconfig,
+} from "./src/kubeconfig.ts";
+export {
+  ConfigMap,
+  type Container,
+  type ContainerPort,
+  type EnvVar,
+  Event,
+  type LabelSelector,
+  Namespace,
+  Node,
+  Pod,
+  type PodSpec,
+  type PodTemplateSpec,
+  type ResourceCondition,
+  Secret,
+  Service,
+  ServiceAccount,
+  type ServicePort,
+} from "./src/kinds.ts";
+export {
+  DaemonSet,
+  Deployment,
+  Job,
+  ReplicaSet,
+  type ReplicaStatus,
+  StatefulSet,
+  type WorkloadSpec,
+} from "./src/kinds_workloads.ts";
+export {
+  ClusterRole,
+  ClusterRoleBinding,
+  CustomResourceDefinition,
+  type CustomResourceDefinitionVersion,
+  Lease,
+  MutatingWebhookConfiguration,
+  type PolicyRule,
+  Role,
+  RoleBinding,
+  type RoleRef,
+  type Subject,
+  ValidatingWebhookConfiguration,
+  type Webhook,
+  type WebhookClientConfig,
+} from "./src/kinds_cluster.ts";
+export {
+  type BackoffOptions,
+  watch,
+  type WatchClient,
+  type WatchEvent,
+  type WatchOptions,
+  type WatchQuery,
+  type WatchStats,
+  WatchStream,
+} from "./src/watch.ts";
+export { WatchError, type WatchErrorInit } from "./src/watch_error.ts";
+export {
+  type IndexFunc,
+  objectKey,
+  type ObjectName,
+  Store,
+  type StoreChanges,
+  type StoreListOptions,
+  type StoreOptions,
+} from "./src/store.ts";
+export {
+  Informer,
+  informer,
+  type InformerHandlers,
+  type InformerHealth,
+  type InformerOptions,
+  stripManagedFields,
+} from "./src/informer.ts";
+export {
+  InformerFactory,
+  type InformerFactoryOptions,
+  type InformerQuery,
+} from "./src/informer_factory.ts";
+export {
+  WorkQueue,
+  type WorkQueueGetOptions,
+  type WorkQueueItem,
+  type WorkQueueMetrics,
+  type WorkQueueOptions,
+} from "./src/workqueue.ts";
+export {
+  bucketRateLimiter,
+  type BucketRateLimiterOptions,
+  defaultControllerRateLimiter,
+  type DefaultControllerRateLimiterOptions,
+  exponentialRateLimiter,
+  type ExponentialRateLimiterOptions,
+  maxOfRateLimiter,
+  type RateLimiter,
+} from "./src/rate_limiter.ts";
+export { type Clock, realClock, sleepOn, type TimerId } from "./src/clock.ts";

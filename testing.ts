@@ -22,3 +22,5 @@ export {
   startControlPlane,
 } from "./src/control_plane.ts";
 export { AssetsError, KUBERNETES_VERSION } from "./src/_assets.ts";
+export { FakeClock } from "./src/fake_clock.ts";
+export { FaultProxy, type FaultProxyOptions, startFaultProxy } from "./src/fault_proxy.ts";
