@@ -81,6 +81,20 @@ const PATCH_TYPES = {
  * Namespaces: single-object operations use `options.namespace`, else the object's
  * `metadata.namespace`, else the client's `namespace` (the context's, or `default`); `list`
  * and `watchEvents` without a namespace cover all namespaces.
+ *
+ * @example Read, apply and watch
+ * ```ts ignore
+ * import { ConfigMap, createClient, isNotFound } from "jsr:@kubeno/kubeno";
+ * using client = await createClient({ fieldManager: "my-operator" });
+ * const cm = await client.get(ConfigMap, "settings").catch((e) => {
+ *   if (isNotFound(e)) return undefined;
+ *   throw e;
+ * });
+ * await client.apply(ConfigMap, { metadata: { name: "settings" }, data: { mode: "fast" } });
+ * for await (const ev of client.watchEvents(ConfigMap, { namespace: "default" })) {
+ *   console.log(ev.type, ev.object.metadata.name, cm?.data);
+ * }
+ * ```
  */
 export class Client implements Disposable {
   #transport: Transport;
@@ -632,6 +646,25 @@ function target(
  * @returns A client; `close()` it when done.
  * @throws {KubeconfigError} When no usable kubeconfig is found, or its certificate data is
  * not usable.
+ *
+ * @example An unreachable server is a one-line ConnectionError
+ * ```ts
+ * import { createClient } from "./client.ts";
+ * import { ConnectionError } from "./api_error.ts";
+ * import { ConfigMap } from "./kinds.ts";
+ * const path = await Deno.makeTempFile({ suffix: ".yaml" });
+ * await Deno.writeTextFile(path, `apiVersion: v1
+ * kind: Config
+ * clusters: [{ name: c, cluster: { server: "https://127.0.0.1:1" } }]
+ * users: [{ name: u, user: { token: t } }]
+ * contexts: [{ name: x, context: { cluster: c, user: u } }]
+ * current-context: x
+ * `);
+ * using client = await createClient({ kubeconfig: path });
+ * const err = await client.list(ConfigMap).catch((e) => e);
+ * if (!(err instanceof ConnectionError)) throw new Error("expected a ConnectionError");
+ * await Deno.remove(path);
+ * ```
  *
  * @example List ConfigMaps
  * ```ts ignore
