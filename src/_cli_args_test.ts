@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import {
+  formatFlags,
+  GLOBAL_FLAGS,
+  parseBindAddress,
+  parseDuration,
+  parseFlags,
+  parseList,
+  splitCommand,
+  UsageError,
+} from "./_cli_args.ts";
+
+const specs = [...GLOBAL_FLAGS, { name: "yes", type: "boolean" as const, description: "" }];
+
+Deno.test("parseFlags: values, =values, switches, -h and --", () => {
+  const { flags, positionals } = parseFlags(
+    ["--kubeconfig", "/k", "--context=dev", "--yes", "x", "-h", "--", "--not-a-flag"],
+    specs,
+  );
+  assert.deepEqual(flags, { kubeconfig: "/k", context: "dev", yes: true, help: true });
+  assert.deepEqual(positionals, ["x", "--not-a-flag"]);
+  assert.deepEqual(parseFlags(["--yes=false"], specs).flags, { yes: false });
+});
+
+Deno.test("parseFlags: unknown flags, missing values and bad choices are usage errors", () => {
+  assert.throws(
+    () => parseFlags(["--nope"], specs),
+    (e) => e instanceof UsageError && e.message === 'Unknown flag "--nope"',
+  );
+  assert.throws(() => parseFlags(["-x"], specs), /Unknown flag "-x"/);
+  assert.throws(() => parseFlags(["--kubeconfig"], specs), /Flag "--kubeconfig" needs a value/);
+  assert.throws(() => parseFlags(["--yes=maybe"], specs), /takes true or false/);
+  assert.throws(
+    () => parseFlags(["--log-level", "loud"], specs),
+    /Flag "--log-level" takes one of debug, info, warning, error, not "loud"/,
+  );
+});
+
+Deno.test("splitCommand finds the command after flags and their values", () => {
+  const values = new Set(["kubeconfig", "out"]);
+  assert.deepEqual(splitCommand(["--kubeconfig", "/k", "install", "--yes"], values), {
+    command: "install",
+    rest: ["--kubeconfig", "/k", "--yes"],
+  });
+  assert.deepEqual(splitCommand(["--kubeconfig=/k", "--leader-elect"], values), {
+    rest: ["--kubeconfig=/k", "--leader-elect"],
+  });
+  assert.deepEqual(splitCommand(["--", "run"], values), { rest: ["--", "run"] });
+});
+
+Deno.test("parseDuration, parseBindAddress and parseList", () => {
+  assert.equal(parseDuration("90s", "t"), 90_000);
+  assert.equal(parseDuration("2m", "t"), 120_000);
+  assert.equal(parseDuration("250ms", "t"), 250);
+  assert.equal(parseDuration("5", "t"), 5_000);
+  assert.throws(() => parseDuration("soon", "timeout"), /Flag "--timeout" takes a duration/);
+  assert.deepEqual(parseBindAddress(":8080", "m"), { hostname: "0.0.0.0", port: 8080 });
+  assert.deepEqual(parseBindAddress("127.0.0.1:0", "m"), { hostname: "127.0.0.1", port: 0 });
+  assert.deepEqual(parseBindAddress("[::1]:9", "m"), { hostname: "::1", port: 9 });
+  assert.equal(parseBindAddress("0", "m"), undefined);
+  assert.throws(() => parseBindAddress("8080", "metrics-bind-address"), /HOST:PORT/);
+  assert.deepEqual(parseList(" a, b,,a "), ["a", "b"]);
+  assert.deepEqual(parseList(undefined), []);
+});
+
+Deno.test("formatFlags aligns descriptions and shows defaults", () => {
+  const text = formatFlags([
+    { name: "a", type: "boolean", description: "A switch" },
+    { name: "long-name", type: "string", valueName: "N", description: "Takes N", default: "3" },
+  ]);
+  assert.equal(text, "  --a            A switch\n  --long-name N  Takes N (default: 3)");
+});
