@@ -286,6 +286,7 @@ export class LeaderElector implements AsyncDisposable {
       if (!(await this.#sleep(this.#retryMs, signal))) return "stopped";
       const started = this.#clock.now();
       const deadline = lastRenew + this.#renewMs;
+      if (started >= deadline) return this.#lostByDeadline();
       const attempt = new AbortController();
       const timer = this.#clock.setTimeout(
         () => attempt.abort(new DOMException("Renew deadline passed", "TimeoutError")),
@@ -304,14 +305,16 @@ export class LeaderElector implements AsyncDisposable {
         log.error("Lost lease {lease} to {holder}", { lease: this.#describe(), holder });
         return "lost";
       }
-      if (this.#clock.now() >= deadline) {
-        log.error("Lost lease {lease}: no renewal succeeded within {renewDeadlineMs} ms", {
-          lease: this.#describe(),
-          renewDeadlineMs: this.#renewMs,
-        });
-        return "lost";
-      }
+      if (this.#clock.now() >= deadline) return this.#lostByDeadline();
     }
+  }
+
+  #lostByDeadline(): "lost" {
+    log.error("Lost lease {lease}: no renewal succeeded within {renewDeadlineMs} ms", {
+      lease: this.#describe(),
+      renewDeadlineMs: this.#renewMs,
+    });
+    return "lost";
   }
 
   // One attempt; never throws. Returns whether this candidate holds the Lease afterwards.

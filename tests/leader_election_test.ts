@@ -1,0 +1,269 @@
+// Leader election against a real kube-apiserver + etcd on loopback (one per file): two
+// candidates in this process, then two `deno run` processes, one of them killed with SIGKILL.
+// Durations are short (lease 3 s, renew deadline 2 s, retry 0.5 s) to keep the file quick.
+import assert from "node:assert/strict";
+import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { type Client, createClient } from "../src/client.ts";
+import { Lease } from "../src/kinds_cluster.ts";
+import { type LeaderElector, leaderElector } from "../src/leader_election.ts";
+import { waitFor } from "./_helpers.ts";
+
+const LEASE_MS = 3_000;
+const RENEW_MS = 2_000;
+const RETRY_MS = 500;
+const NS = "default";
+
+let cp: ControlPlane;
+let client: Client;
+let watcher: Client;
+
+function candidate(name: string, identity: string, releaseOnCancel = true): LeaderElector {
+  return leaderElector({
+    client,
+    name,
+    namespace: NS,
+    identity,
+    leaseDurationMs: LEASE_MS,
+    renewDeadlineMs: RENEW_MS,
+    retryPeriodMs: RETRY_MS,
+    releaseOnCancel,
+  });
+}
+
+/**
+ * Samples the electors' `isLeader` every 5 ms and counts the times more than one led, and
+ * watches the Lease to record every change of holder in the server's order.
+ */
+function monitor(c: Client, lease: string, electors: LeaderElector[]) {
+  let overlaps = 0;
+  const holders: string[] = [];
+  const local = setInterval(() => {
+    if (electors.filter((e) => e.isLeader).length > 1) overlaps++;
+  }, 5);
+  const abort = new AbortController();
+  const watching = (async () => {
+    const events = c.watchEvents(Lease, {
+      namespace: NS,
+      fieldSelector: `metadata.name=${lease}`,
+      signal: abort.signal,
+    });
+    for await (const ev of events) {
+      if (ev.type !== "ADDED" && ev.type !== "MODIFIED") continue;
+      const h = ev.object.spec?.holderIdentity ?? "";
+      if (holders.at(-1) !== h) holders.push(h);
+    }
+  })().catch(() => {});
+  return {
+    holders,
+    get overlaps() {
+      return overlaps;
+    },
+    /** Waits for the Lease to show `last`, then stops. */
+    async stop(last: string) {
+      await waitFor(() => holders.at(-1) === last, { what: `holder "${last}"`, timeoutMs: 5_000 });
+      clearInterval(local);
+      abort.abort();
+      await watching;
+    },
+  };
+}
+
+interface ChildEvent {
+  event: string;
+  identity: string;
+  at: number;
+  leader?: string;
+  end?: string;
+}
+
+function spawnElector(identity: string) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("./fixtures/elector.ts", import.meta.url).pathname,
+      cp.kubeconfigPath,
+      NS,
+      "processes",
+      identity,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const events: ChildEvent[] = [];
+  const reading = (async () => {
+    let buf = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        events.push(JSON.parse(buf.slice(0, nl)));
+        buf = buf.slice(nl + 1);
+      }
+    }
+  })();
+  return { child, events, reading, identity };
+}
+
+Deno.test("leader election against a real API server", async (t) => {
+  await using plane = await startControlPlane();
+  cp = plane;
+  using c1 = await createClient({ kubeconfig: cp.kubeconfigPath });
+  using c2 = await createClient({ kubeconfig: cp.kubeconfigPath });
+  client = c1;
+  watcher = c2;
+
+  await t.step(
+    "two electors: exactly one leads; after a crash the standby takes over",
+    async () => {
+      const a = candidate("crash", "a", false);
+      const b = candidate("crash", "b");
+      const mon = monitor(watcher, "crash", [a, b]);
+      const crash = new AbortController();
+      const stopB = new AbortController();
+      const aEnded = a.run(crash.signal);
+      await a.elected;
+      const bEnded = b.run(stopB.signal);
+      await waitFor(() => b.leader === "a", { what: "b to observe a", timeoutMs: 5_000 });
+      // A renewal: b does not take over from a live leader.
+      const renewed = (await client.get(Lease, "crash", { namespace: NS })).spec?.renewTime;
+      await waitFor(
+        async () =>
+          (await client.get(Lease, "crash", { namespace: NS })).spec?.renewTime !== renewed,
+        {
+          what: "a renewal",
+          timeoutMs: 5_000,
+        },
+      );
+      assert.ok(a.isLeader && !b.isLeader);
+
+      crash.abort(); // no release, like kill -9
+      const crashedAt = Date.now();
+      assert.equal(await aEnded, "stopped");
+      await waitFor(() => b.isLeader, { what: "b to take over", timeoutMs: 10_000 });
+      const took = Date.now() - crashedAt;
+      console.log(`takeover after crash: ${took} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
+      // b must wait out a full lease duration from the last renewal it saw.
+      assert.ok(took >= LEASE_MS - RETRY_MS * 1.2 - 100, `took ${took} ms`);
+      assert.ok(took <= LEASE_MS + RETRY_MS * 2.4 + 1_000, `took ${took} ms`);
+      const lease = await client.get(Lease, "crash", { namespace: NS });
+      assert.equal(lease.spec?.holderIdentity, "b");
+      assert.equal(lease.spec?.leaseTransitions, 1);
+      stopB.abort();
+      assert.equal(await bEnded, "stopped");
+      await mon.stop("");
+      assert.equal(mon.overlaps, 0);
+      assert.deepEqual(mon.holders, ["a", "b", ""]);
+    },
+  );
+
+  await t.step("graceful release hands the lease over in about one retry period", async () => {
+    const a = candidate("handover", "a");
+    const b = candidate("handover", "b");
+    const mon = monitor(watcher, "handover", [a, b]);
+    const aEnded = a.run();
+    await a.elected;
+    const stopB = new AbortController();
+    const bEnded = b.run(stopB.signal);
+    await waitFor(() => b.leader === "a", { what: "b to observe a", timeoutMs: 5_000 });
+    const releasedAt = Date.now();
+    await a.release();
+    assert.equal(await aEnded, "stopped");
+    assert.ok(!a.isLeader);
+    await waitFor(() => b.isLeader, { what: "b to take over", timeoutMs: 5_000 });
+    const took = Date.now() - releasedAt;
+    console.log(`handover after release: ${took} ms (retry ${RETRY_MS} ms)`);
+    assert.ok(took <= RETRY_MS * 1.2 + 1_000, `took ${took} ms`);
+    stopB.abort();
+    await bEnded;
+    await mon.stop("");
+    assert.equal(mon.overlaps, 0);
+    assert.deepEqual(mon.holders, ["a", "", "b", ""]);
+  });
+
+  await t.step("an elector that cannot renew stops leading within the renew deadline", async () => {
+    // A client pointing nowhere after election: renewals fail, leadership is given up.
+    let broken = false;
+    const flaky = {
+      get: ((...args: Parameters<Client["get"]>) =>
+        broken ? Promise.reject(new Error("Network down")) : client.get(...args)) as Client["get"],
+      create: client.create.bind(client) as Client["create"],
+      replace: ((...args: Parameters<Client["replace"]>) =>
+        broken ? Promise.reject(new Error("Network down")) : client.replace(...args)) as Client[
+          "replace"
+        ],
+    };
+    const stopped: string[] = [];
+    const a = leaderElector({
+      client: flaky,
+      name: "flaky",
+      namespace: NS,
+      identity: "a",
+      leaseDurationMs: LEASE_MS,
+      renewDeadlineMs: RENEW_MS,
+      retryPeriodMs: RETRY_MS,
+      onStoppedLeading: (r) =>
+        stopped.push(r),
+    });
+    const ended = a.run();
+    await a.elected;
+    broken = true;
+    const brokeAt = Date.now();
+    assert.equal(await ended, "lost");
+    const took = Date.now() - brokeAt;
+    console.log(`gave up leading after ${took} ms without renewals (deadline ${RENEW_MS} ms)`);
+    assert.ok(took <= RENEW_MS + 200, `took ${took} ms`);
+    assert.deepEqual(stopped, ["lost"]);
+  });
+
+  await t.step(
+    "two processes: kill -9 of the leader, the other takes over; SIGTERM releases",
+    async () => {
+      const p1 = spawnElector("p1");
+      const p2 = spawnElector("p2");
+      try {
+        const started = (p: { events: ChildEvent[] }) =>
+          p.events.some((e) => e.event === "started");
+        await waitFor(() => started(p1) || started(p2), { what: "a leader", timeoutMs: 30_000 });
+        const [leader, standby] = started(p1) ? [p1, p2] : [p2, p1];
+        await waitFor(() => standby.events.some((e) => e.event === "leader"), {
+          what: "the standby to see the leader",
+          timeoutMs: 30_000,
+        });
+        assert.ok(!started(standby));
+        leader.child.kill("SIGKILL");
+        const killedAt = Date.now();
+        assert.equal((await leader.child.status).signal, "SIGKILL");
+        await waitFor(() => started(standby), {
+          what: "the standby to take over",
+          timeoutMs: 10_000,
+        });
+        const took = standby.events.find((e) => e.event === "started")!.at - killedAt;
+        console.log(
+          `takeover after kill -9: ${took} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
+        );
+        assert.ok(took <= LEASE_MS + RETRY_MS * 2.4 + 1_000, `took ${took} ms`);
+        assert.equal(
+          (await client.get(Lease, "processes", { namespace: NS })).spec?.holderIdentity,
+          standby.identity,
+        );
+        standby.child.kill("SIGTERM");
+        const status = await standby.child.status;
+        assert.equal(status.code, 0);
+        await standby.reading;
+        assert.deepEqual(standby.events.at(-1)?.end, "stopped");
+        const lease = await client.get(Lease, "processes", { namespace: NS });
+        assert.equal(lease.spec?.holderIdentity, "");
+        assert.equal(lease.spec?.leaseDurationSeconds, 1);
+      } finally {
+        for (const p of [p1, p2]) {
+          try {
+            p.child.kill("SIGKILL");
+          } catch { /* already exited */ }
+          await p.child.status;
+          await p.reading.catch(() => {});
+        }
+      }
+    },
+  );
+});
