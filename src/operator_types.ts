@@ -7,6 +7,7 @@
  */
 import type { PolicyRule } from "./kinds_cluster.ts";
 import type { KubeObject } from "./object.ts";
+import type { Controller } from "./reconcile.ts";
 import type { Resource } from "./resource.ts";
 
 /**
@@ -88,8 +89,8 @@ export interface OperatorOptions {
    * @default "0.0.0"
    */
   version?: string;
-  /** The controllers `run` starts. */
-  controllers: readonly OperatorController[];
+  /** The controllers `run` starts, from `reconcile()`. */
+  controllers: readonly Controller<any>[];
   /**
    * Custom resources to install besides the controllers' primaries (kinds the operator
    * creates or watches but does not reconcile). Only resources with a CRD (from
