@@ -23,14 +23,16 @@ interface Pair {
   up: Deno.Conn | undefined;
   closed: PromiseWithResolvers<void>;
   isClosed: boolean;
+  stalled: PromiseWithResolvers<void> | undefined;
 }
 
 /**
  * A running fault proxy. Close it with `close()` or `await using`.
  *
- * Guarantees: `dropAll()` closes both sides of every open connection at once; while
- * `stall(true)` is on, no byte is forwarded in either direction on any connection, old or
- * new, and no socket is closed by the proxy.
+ * Guarantees: `dropAll()` closes both sides of every open connection at once; after
+ * `stall(true)`, no byte is forwarded in either direction on the connections that were open
+ * then, and the proxy closes none of them, like a network path that died without a reset.
+ * Connections made later work normally, as a fresh connection over a healthy path would.
  *
  * @example Dropping connections
  * ```ts
@@ -60,7 +62,6 @@ export class FaultProxy implements AsyncDisposable {
   readonly #serving: Promise<void>;
   #accepted = 0;
   #upstreamFailures = 0;
-  #stalled: PromiseWithResolvers<void> | undefined;
   #closed = false;
 
   /**
@@ -110,12 +111,14 @@ export class FaultProxy implements AsyncDisposable {
   }
 
   /**
-   * Whether forwarding is stalled.
+   * Open connections that are stalled.
    *
-   * @returns True while stalled.
+   * @returns The count.
    */
-  get stalled(): boolean {
-    return this.#stalled !== undefined;
+  get stalledConnections(): number {
+    let n = 0;
+    for (const p of this.#pairs) if (p.stalled) n++;
+    return n;
   }
 
   /**
@@ -130,17 +133,25 @@ export class FaultProxy implements AsyncDisposable {
   }
 
   /**
-   * Stops (`true`) or resumes (`false`) forwarding bytes on every connection, including
-   * ones accepted while stalled. Sockets stay open, as with a network black hole.
+   * Stops (`true`) forwarding bytes on every connection open now, keeping their sockets
+   * open, or resumes (`false`) every stalled connection. Later connections are not stalled.
    *
    * @param on Whether to stall.
+   * @returns How many connections changed state.
    */
-  stall(on: boolean): void {
-    if (on && !this.#stalled) this.#stalled = Promise.withResolvers();
-    if (!on && this.#stalled) {
-      this.#stalled.resolve();
-      this.#stalled = undefined;
+  stall(on: boolean): number {
+    let n = 0;
+    for (const p of this.#pairs) {
+      if (on && !p.stalled) {
+        p.stalled = Promise.withResolvers();
+        n++;
+      } else if (!on && p.stalled) {
+        p.stalled.resolve();
+        p.stalled = undefined;
+        n++;
+      }
     }
+    return n;
   }
 
   /**
@@ -184,7 +195,13 @@ export class FaultProxy implements AsyncDisposable {
   }
 
   async #handle(down: Deno.Conn): Promise<void> {
-    const pair: Pair = { down, up: undefined, closed: Promise.withResolvers(), isClosed: false };
+    const pair: Pair = {
+      down,
+      up: undefined,
+      closed: Promise.withResolvers(),
+      isClosed: false,
+      stalled: undefined,
+    };
     this.#pairs.add(pair);
     try {
       pair.up = await Deno.connect(this.#target);
@@ -207,8 +224,8 @@ export class FaultProxy implements AsyncDisposable {
       for (;;) {
         const n = await from.read(buf);
         if (n === null || pair.isClosed) break;
-        while (this.#stalled && !pair.isClosed) {
-          await Promise.race([this.#stalled.promise, pair.closed.promise]);
+        while (pair.stalled && !pair.isClosed) {
+          await Promise.race([pair.stalled.promise, pair.closed.promise]);
         }
         if (pair.isClosed) break;
         for (let off = 0; off < n;) off += await to.write(buf.subarray(off, n));
@@ -245,7 +262,7 @@ export class FaultProxy implements AsyncDisposable {
  * import { startFaultProxy } from "./fault_proxy.ts";
  * await using proxy = await startFaultProxy({ target: cp.server });
  * // write a kubeconfig whose server is proxy.url, then:
- * proxy.stall(true); // the client's open watch goes silent
+ * proxy.stall(true); // the client's open connections go silent; new ones work
  * proxy.stall(false);
  * proxy.dropAll(); // every connection is reset
  * ```

@@ -94,6 +94,11 @@ export interface WatchClient {
       signal?: AbortSignal;
     },
   ): AsyncIterable<RawWatchEvent<T>>;
+  /**
+   * Closes pooled connections so that the next request opens a new one. Called after a
+   * stall: over HTTP/2 the restarted watch would otherwise share the dead connection.
+   */
+  resetConnections?(): void;
 }
 
 /** Options for {@linkcode watch}. */
@@ -315,7 +320,10 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
         }
         const error = toWatchError(failure, phase, this.#res, this.#opts, false);
         this.#stats.failures++;
-        if (error.reason === "Stalled") this.#stats.stalls++;
+        if (error.reason === "Stalled") {
+          this.#stats.stalls++;
+          client.resetConnections?.();
+        }
         if (error.persistent && !this.#opts.retryPersistent) {
           log.error("{message}", { message: error.message, error });
           this.#stats.error = error;

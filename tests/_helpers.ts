@@ -1,0 +1,81 @@
+// Shared helpers for tests against the real control plane. Wait on conditions with
+// deadlines; never sleep a fixed time to let things settle.
+
+/** Options of {@linkcode waitFor}. */
+export interface WaitForOptions {
+  /**
+   * Give up after this long.
+   * @default 30_000
+   */
+  timeoutMs?: number;
+  /**
+   * Time between checks.
+   * @default 25
+   */
+  intervalMs?: number;
+  /** Named in the timeout error. */
+  what?: string;
+}
+
+/**
+ * Resolves with the first truthy result of `cond` (sync or async), checking until the
+ * deadline. A throwing check counts as "not yet"; its last error is named on timeout.
+ *
+ * @param cond The condition to wait for.
+ * @param options Deadline, interval and a description for the error.
+ * @returns The truthy value `cond` returned.
+ * @throws {Error} When the deadline passes first.
+ */
+export async function waitFor<T>(
+  cond: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  options: WaitForOptions = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await cond();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const why = last instanceof Error ? `: ${last.message}` : "";
+      throw new Error(
+        `Timed out after ${timeoutMs} ms waiting for ${options.what ?? "a condition"}${why}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
+  }
+}
+
+/**
+ * Runs `fn` over `items` with at most `concurrency` calls in flight.
+ *
+ * @param items The inputs.
+ * @param concurrency The most calls at once.
+ * @param fn The call.
+ * @returns The results, in input order.
+ */
+export async function mapConcurrent<I, O>(
+  items: readonly I[],
+  concurrency: number,
+  fn: (item: I, index: number) => Promise<O>,
+): Promise<O[]> {
+  const out = new Array<O>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return out;
+}
+
+/** A fresh namespace name for one test. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
