@@ -1,0 +1,281 @@
+// informer() against a real kube-apiserver + etcd on loopback (one control plane for the
+// file): restarts, compaction and 410 Gone, 10,000 objects in pages, persistent errors.
+import assert from "node:assert/strict";
+import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { type Client, createClient } from "../src/client.ts";
+import { startFaultProxy } from "../src/fault_proxy.ts";
+import { informer } from "../src/informer.ts";
+import { ConfigMap, Namespace } from "../src/kinds.ts";
+import { CustomResourceDefinition, Role, RoleBinding } from "../src/kinds_cluster.ts";
+import type { KubeObject } from "../src/object.ts";
+import { resource } from "../src/resource.ts";
+import { objectKey } from "../src/store.ts";
+import type { WatchClient } from "../src/watch.ts";
+import { WatchError } from "../src/watch_error.ts";
+import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
+
+// One control plane for the file: the steps below run inside one test that owns it.
+let cp: ControlPlane;
+let admin: Client;
+const steps: [string, () => Promise<void>][] = [];
+const step = (name: string, fn: () => Promise<void>) => void steps.push([name, fn]);
+
+Deno.test("informer() against a real API server", async (t) => {
+  await using plane = await startControlPlane();
+  using client = await createClient({ kubeconfig: plane.kubeconfigPath });
+  cp = plane;
+  admin = client;
+  for (const [name, fn] of steps) await t.step(name, fn);
+});
+
+async function namespace(): Promise<string> {
+  const name = uniqueName("i");
+  await admin.create(Namespace, { metadata: { name } });
+  return name;
+}
+
+function fingerprint(objs: Iterable<KubeObject>): string[] {
+  return [...objs].map((o) => `${objectKey(o)}@${o.metadata.resourceVersion}`).sort();
+}
+
+async function freshList(ns: string): Promise<string[]> {
+  return fingerprint((await admin.list(ConfigMap, { namespace: ns })).items);
+}
+
+/** What the handlers alone tell: must always agree with the store. */
+function handlerView<T extends KubeObject>(inf: ReturnType<typeof informer<T>>) {
+  const view = new Map<string, T>();
+  const deleted: string[] = [];
+  const errors: WatchError[] = [];
+  inf.addHandler({
+    onAdd: (o) => void view.set(objectKey(o), o),
+    onUpdate: (_, o) => void view.set(objectKey(o), o),
+    onDelete: (o) => {
+      view.delete(objectKey(o));
+      deleted.push(o.metadata.name!);
+    },
+    onError: (e) => void errors.push(e),
+  });
+  return { view, deleted, errors };
+}
+
+const pace = () => new Promise((r) => setTimeout(r, 20)); // paces the writer; not a wait
+
+step(
+  "(a) the store equals a fresh list after kube-apiserver restarts while objects change",
+  async () => {
+    const ns = await namespace();
+    for (let i = 0; i < 20; i++) {
+      await admin.create(ConfigMap, {
+        metadata: { name: `cm-${i}`, namespace: ns },
+        data: { v: "0" },
+      });
+    }
+    await using inf = informer(ConfigMap, {
+      client: admin,
+      namespace: ns,
+      backoff: { initialMs: 200, maxMs: 2_000 },
+    }).start();
+    const h = handlerView(inf);
+    await inf.synced();
+    using writer = await createClient({ kubeconfig: cp.kubeconfigPath });
+    let ok = 0;
+    let stop = false;
+    const writing = (async () => {
+      for (let i = 0; !stop; i++) {
+        const name = `cm-${i % 30}`;
+        try {
+          if (i % 3 === 0) await writer.delete(ConfigMap, name, { namespace: ns });
+          else if (i % 3 === 1) {
+            await writer.create(ConfigMap, {
+              metadata: { name, namespace: ns },
+              data: { v: `${i}` },
+            });
+          } else await writer.patch(ConfigMap, name, { data: { v: `${i}` } }, { namespace: ns });
+          ok++;
+        } catch { /* NotFound, AlreadyExists, or the server is down */ }
+        await pace();
+      }
+    })();
+    await waitFor(() => ok >= 10, { what: "writes before the restart" });
+    await cp.stopApiServer();
+    await waitFor(() => inf.error !== undefined, { what: "the informer to notice" });
+    assert.equal(inf.health().healthy, false);
+    assert.equal(inf.error?.persistent, false);
+    await cp.startApiServer();
+    const okAfterRestart = ok;
+    await waitFor(() => ok >= okAfterRestart + 20, { what: "writes after the restart" });
+    stop = true;
+    await writing;
+    const want = await freshList(ns);
+    await waitFor(() => fingerprint(inf.list()).join() === want.join(), {
+      what: "the store to equal a fresh list",
+    });
+    assert.deepEqual(fingerprint(h.view.values()), want, "handlers agree with the store");
+    assert.equal(inf.error, undefined);
+    assert.ok(inf.health().healthy);
+    assert.ok(
+      h.errors.length >= 1 && h.errors.length <= 3,
+      `errors reported once per state, got ${h.errors.length}`,
+    );
+    assert.equal(inf.stats?.maxOpenRequests, 1);
+    console.log(
+      `restart: ${ok} writes, ${inf.stats?.lists} lists, ${inf.stats?.watchRequests} watches, ` +
+        `${inf.stats?.failures} failed attempts, ${h.errors.length} error reports`,
+    );
+  },
+);
+
+step(
+  "(b) after etcd compaction the resume gets 410 Gone, relists and reports deletions",
+  async () => {
+    const ns = await namespace();
+    for (let i = 0; i < 15; i++) {
+      await admin.create(ConfigMap, { metadata: { name: `cm-${i}`, namespace: ns } });
+    }
+    const proxy = await startFaultProxy({ target: cp.server });
+    const port = proxy.port;
+    using client = await createClient({
+      kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
+    });
+    await using inf = informer(ConfigMap, {
+      client,
+      namespace: ns,
+      pageSize: 4,
+      backoff: { initialMs: 200, maxMs: 1_000 },
+    }).start();
+    const h = handlerView(inf);
+    await inf.synced();
+    assert.equal(inf.stats?.lists, 1);
+    // Cut the informer off, change things behind its back, and forget the history.
+    await proxy.close();
+    await waitFor(() => inf.error !== undefined, { what: "the informer to lose its watch" });
+    for (let i = 0; i < 5; i++) await admin.delete(ConfigMap, `cm-${i}`, { namespace: ns });
+    for (let i = 5; i < 10; i++) {
+      await admin.patch(ConfigMap, `cm-${i}`, { data: { changed: "yes" } }, { namespace: ns });
+    }
+    for (let i = 15; i < 20; i++) {
+      await admin.create(ConfigMap, { metadata: { name: `cm-${i}`, namespace: ns } });
+    }
+    await cp.compactEtcd();
+    await cp.restartApiServer(); // a fresh watch cache holds no history before the compaction
+    await using _reopened = await startFaultProxy({ target: cp.server, port });
+    const want = await freshList(ns);
+    await waitFor(() => fingerprint(inf.list()).join() === want.join(), {
+      what: "the store to equal a fresh list",
+    });
+    assert.equal(inf.stats?.lists, 2, "relisted once");
+    assert.deepEqual(h.deleted.sort(), ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+    assert.deepEqual(fingerprint(h.view.values()), want);
+    assert.equal(inf.get({ name: "cm-7", namespace: ns })?.data?.changed, "yes");
+  },
+);
+
+step("(d) 10,000 ConfigMaps are listed in pages and all held", async () => {
+  const ns = await namespace();
+  const n = 10_000;
+  let t0 = performance.now();
+  await mapConcurrent(Array.from({ length: n }, (_, i) => i), 32, (i) =>
+    admin.create(ConfigMap, {
+      metadata: {
+        name: `cm-${String(i).padStart(5, "0")}`,
+        namespace: ns,
+        labels: { shard: `${i % 10}` },
+      },
+      data: { index: String(i) },
+    }));
+  const createMs = performance.now() - t0;
+  const pages: number[] = [];
+  const counting: WatchClient = {
+    list: (res, options) =>
+      admin.list(res, options).then((page) => {
+        pages.push(page.items.length);
+        return page;
+      }),
+    watchEvents: (res, options) => admin.watchEvents(res, options),
+  };
+  t0 = performance.now();
+  await using inf = informer(ConfigMap, { client: counting, namespace: ns, pageSize: 500 }).start();
+  await inf.synced();
+  const syncMs = performance.now() - t0;
+  assert.equal(inf.store.size, n);
+  assert.equal(pages.length, 20, `pages: ${pages.join()}`);
+  assert.ok(pages.every((p) => p <= 500));
+  assert.equal(inf.stats?.listRequests, 20);
+  assert.equal(inf.list({ labelSelector: "shard=3" }).length, 1_000);
+  assert.deepEqual(fingerprint(inf.list()), await freshList(ns));
+  console.log(
+    `10k: created in ${Math.round(createMs)} ms (32 in flight), informer synced in ${
+      Math.round(syncMs)
+    } ms ` +
+      `over ${pages.length} pages`,
+  );
+});
+
+step(
+  "(e) an unknown resource and a forbidden list are reported, retried, and recover when fixed",
+  async () => {
+    // Unknown resource: reported with one line, retried until the CRD is installed.
+    const Gadget = resource({ group: "example.com", version: "v1", kind: "Gadget" });
+    await using gadgets = informer(Gadget, {
+      client: admin,
+      backoff: { initialMs: 100, maxMs: 500 },
+    }).start();
+    const g = handlerView(gadgets);
+    const err = await gadgets.synced().then(() => undefined, (e) => e);
+    assert.ok(err instanceof WatchError);
+    assert.equal(err.code, 404);
+    assert.equal(err.persistent, true);
+    assert.doesNotMatch(err.message, /\n/);
+    assert.match(err.message, /gadgets\.example\.com\/v1/);
+    console.log(`unknown: ${err.message}`);
+    await waitFor(() => (gadgets.stats?.failures ?? 0) >= 3, { what: "retries" });
+    assert.equal(g.errors.length, 1, "reported once, not per retry");
+    await admin.create(CustomResourceDefinition, {
+      metadata: { name: "gadgets.example.com" },
+      spec: {
+        group: "example.com",
+        names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
+        scope: "Namespaced",
+        versions: [{
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+          },
+        }],
+      },
+    } as never);
+    await waitFor(() => gadgets.hasSynced, { what: "the informer to sync once the CRD exists" });
+    assert.equal(gadgets.error, undefined);
+
+    // Forbidden: reported with one line, retried until RBAC allows it.
+    const ns = await namespace();
+    using bob = await createClient({ kubeconfig: await cp.createUser("bob") });
+    await using cms = informer(ConfigMap, {
+      client: bob,
+      namespace: ns,
+      backoff: { initialMs: 100, maxMs: 500 },
+    }).start();
+    const c = handlerView(cms);
+    const denied = await cms.synced().then(() => undefined, (e) => e);
+    assert.ok(denied instanceof WatchError);
+    assert.equal(denied.code, 403);
+    assert.doesNotMatch(denied.message, /\n/);
+    assert.match(denied.message, /User "bob" cannot list resource "configmaps"/);
+    console.log(`forbidden: ${denied.message}`);
+    await admin.create(Role, {
+      metadata: { name: "read-cms", namespace: ns },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }],
+    });
+    await admin.create(RoleBinding, {
+      metadata: { name: "bob-reads-cms", namespace: ns },
+      subjects: [{ kind: "User", name: "bob", apiGroup: "rbac.authorization.k8s.io" }],
+      roleRef: { kind: "Role", name: "read-cms", apiGroup: "rbac.authorization.k8s.io" },
+    });
+    await waitFor(() => cms.hasSynced, { what: "the informer to sync once RBAC allows it" });
+    assert.equal(c.errors.length, 1);
+    assert.equal(cms.error, undefined);
+  },
+);
