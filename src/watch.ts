@@ -311,10 +311,13 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
           }
         } catch (err) {
           if (outer?.aborted) return;
-          if (isExpired(err) && !needList && ++this.#goneInARow < 2) {
-            log.info("Resource version of {what} expired; relisting", { what });
+          if (isExpired(err) && !needList) {
+            // Relist in any case; at once the first time, after backoff when it repeats.
             needList = true;
-            continue;
+            if (++this.#goneInARow < 2) {
+              log.info("Resource version of {what} expired; relisting", { what });
+              continue;
+            }
           }
           failure = err;
         }

@@ -295,3 +295,19 @@ Deno.test("watch() ends promptly when aborted during backoff", async () => {
   assert.equal(stream.stats.state, "stopped");
   assert.throws(() => stream[Symbol.asyncIterator](), TypeError);
 });
+
+Deno.test("watch() backs off instead of relisting in a loop when every watch is Gone", async () => {
+  const { api, clock, ctl, stream } = setup();
+  api.put(cm("a"));
+  api.failWatches.push(FakeApi.gone(), FakeApi.gone());
+  const c = consume(stream);
+  await until(() => stream.stats.state === "backoff", "the backoff");
+  assert.equal(api.listCalls.length, 2, "one immediate relist, then backoff");
+  const err = c.events.at(-1) as { type: string; error: WatchError };
+  assert.equal(err.error.code, 410);
+  await clock.tickAsync(1_000);
+  await until(() => api.openWatches === 1, "the watch after backoff");
+  assert.equal(api.listCalls.length, 3);
+  ctl.abort();
+  await c.done;
+});
