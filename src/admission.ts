@@ -35,8 +35,11 @@ import type {
   UserInfo,
 } from "./admission_review.ts";
 import type { LabelSelector } from "./kinds.ts";
+import type { PolicyRule } from "./kinds_cluster.ts";
 import type { KubeObject } from "./object.ts";
+import type { WebhookManifestContext } from "./operator_types.ts";
 import type { Resource } from "./resource.ts";
+import { webhookConfigurations } from "./webhook_manifests.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
@@ -168,6 +171,18 @@ export interface Admission<T extends KubeObject = KubeObject> {
   /** The object selector, if any. */
   readonly objectSelector?: LabelSelector;
   /**
+   * Permissions the webhook server needs in the operator's namespace: the Secret holding
+   * self-managed certificates (`operator()` reads this).
+   */
+  readonly rules: readonly PolicyRule[];
+  /**
+   * This admission's entries of the operator's webhook configurations, pointing at the
+   * operator's Service (`operator()` merges them and adds the Service).
+   * @param ctx Where the webhook server is reachable.
+   * @returns A `ValidatingWebhookConfiguration` and/or a `MutatingWebhookConfiguration`.
+   */
+  manifests(ctx: WebhookManifestContext): KubeObject[];
+  /**
    * Runs `default` on a checked request and answers with the patch.
    * @param request The request.
    * @param signal Aborts at the call's deadline.
@@ -277,7 +292,7 @@ export function admission<T extends KubeObject>(
   const { default: defaulter, validate } = options;
   const kindLabel = `${resource.apiVersion}, Kind=${resource.kind}`;
 
-  return {
+  const self: Admission<T> = {
     resource,
     mutating: defaulter
       ? { name: `m${name}`, path: `/mutate-${segment}`, operations: ["CREATE", "UPDATE"] }
@@ -294,6 +309,25 @@ export function admission<T extends KubeObject>(
     sideEffects: options.sideEffects ?? "None",
     namespaceSelector: options.namespaceSelector,
     objectSelector: options.objectSelector,
+    rules: [{
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "list", "watch", "create", "update", "patch"],
+    }],
+
+    manifests(ctx) {
+      const { validating, mutating } = webhookConfigurations([self], {
+        name: ctx.operatorName,
+        target: {
+          service: { namespace: ctx.namespace, name: ctx.serviceName, port: ctx.servicePort },
+        },
+        labels: {
+          "app.kubernetes.io/name": ctx.operatorName,
+          "app.kubernetes.io/managed-by": "kubeno",
+        },
+      });
+      return [...(validating ? [validating] : []), ...(mutating ? [mutating] : [])];
+    },
 
     async mutate(request, signal) {
       const mismatch = checkKind(resource, request);
@@ -333,6 +367,7 @@ export function admission<T extends KubeObject>(
       }
     },
   };
+  return self;
 }
 
 function contextOf<T>(
