@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineOperator, dispatch } from "./_cli_dispatch.ts";
+import { describeError } from "./_cli_errors.ts";
+import { ConnectionError } from "./api_error.ts";
+import { runSettings } from "./cmd_run.ts";
+import { defineResource } from "./define_resource.ts";
+import { ConfigMap } from "./kinds.ts";
+import { KubeconfigError } from "./kubeconfig.ts";
+import { reconcile } from "./reconcile.ts";
+import { fromYaml } from "./yaml.ts";
+
+const Gadget = defineResource({
+  group: "gadgets.example.com",
+  version: "v1",
+  kind: "Gadget",
+  spec: z.object({ size: z.int() }),
+});
+const Extra = defineResource({
+  group: "gadgets.example.com",
+  version: "v1",
+  kind: "Part",
+  spec: z.object({}),
+});
+const controller = reconcile(Gadget, { owns: [ConfigMap], reconcile() {} });
+
+async function run(
+  args: string[],
+  options = { name: "gadget-operator", controllers: [controller] },
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await dispatch(defineOperator(options), args, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+  });
+  return { code, out: out.join("\n"), err };
+}
+
+Deno.test("dispatch: help, version and usage errors", async () => {
+  for (const args of [["help"], ["--help"], ["-h"]]) {
+    const r = await run(args);
+    assert.equal(r.code, 0);
+    assert.match(r.out, /^Usage: gadget-operator \[command\] \[flags\]$/m);
+  }
+  const cmdHelp = await run(["help", "uninstall"]);
+  assert.match(cmdHelp.out, /^Usage: gadget-operator uninstall \[flags\]$/m);
+  assert.match(cmdHelp.out, /--yes/);
+  assert.match((await run(["manifests", "-h"])).out, /--out DIR/);
+  assert.deepEqual(await run(["version"]), { code: 0, out: "gadget-operator 0.0.0", err: [] });
+  assert.equal((await run(["--version"])).out, "gadget-operator 0.0.0");
+  assert.deepEqual((await run(["help", "nope"])).err, [
+    'gadget-operator: Unknown command "nope"; run "gadget-operator --help" for usage',
+  ]);
+  const extra = await run(["manifests", "stray"]);
+  assert.equal(extra.code, 2);
+  assert.deepEqual(extra.err, [
+    'gadget-operator: Unexpected argument "stray"; run "gadget-operator manifests --help" for usage',
+  ]);
+  assert.equal((await run(["run", "--webhook-port", "x"])).code, 2);
+});
+
+Deno.test("dispatch: manifests from the definitions, with extra resources and flags", async () => {
+  const r = await run(["--namespace", "ops", "manifests", "--image", "img:1"], {
+    name: "gadget-operator",
+    controllers: [controller],
+    // @ts-ignore: resources is accepted by operator()
+    resources: [Extra, Gadget],
+  });
+  assert.equal(r.code, 0, r.err.join("\n"));
+  const docs = fromYaml(r.out) as {
+    kind: string;
+    metadata: { name: string; namespace?: string };
+  }[];
+  assert.deepEqual(
+    docs.filter((d) => d.kind === "CustomResourceDefinition").map((d) => d.metadata.name),
+    ["gadgets.gadgets.example.com", "parts.gadgets.example.com"],
+  );
+  const dep = docs.find((d) => d.kind === "Deployment") as unknown as {
+    metadata: { namespace: string };
+    spec: { template: { spec: { containers: { image: string }[] } } };
+  };
+  assert.equal(dep.metadata.namespace, "ops");
+  assert.equal(dep.spec.template.spec.containers[0].image, "img:1");
+});
+
+Deno.test("defineOperator rejects bad names, duplicate controllers and conflicting CRDs", () => {
+  assert.throws(() => defineOperator({ name: "Bad_Name", controllers: [] }), /must be a DNS label/);
+  assert.throws(
+    () => defineOperator({ name: "x", controllers: [controller, controller] }),
+    /two controllers are named "gadget"/,
+  );
+  const Other = defineResource({
+    group: "gadgets.example.com",
+    version: "v2",
+    kind: "Gadget",
+    spec: z.object({}),
+  });
+  assert.throws(
+    () => defineOperator({ name: "x", controllers: [controller], resources: [Other] }),
+    /two different definitions of CRD "gadgets.gadgets.example.com"/,
+  );
+  const def = defineOperator({ name: "x", version: "2.0.0", controllers: [controller] });
+  assert.equal(def.image, "x:2.0.0");
+  assert.deepEqual(def.leaderElection, { enabled: false, leaseName: "x", namespace: undefined });
+});
+
+Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
+  const def = defineOperator({
+    name: "x",
+    controllers: [controller],
+    leaderElection: { enabled: true, leaseName: "x-lock" },
+  });
+  const s = runSettings(def, { namespace: "ops", "watch-namespace": "a,b" });
+  assert.deepEqual(s, {
+    watchNamespaces: ["a", "b"],
+    leaderElection: { name: "x-lock", namespace: "ops" },
+    metrics: { hostname: "0.0.0.0", port: 8080 },
+    health: { hostname: "0.0.0.0", port: 8081 },
+    webhook: undefined,
+  });
+  const off = runSettings(def, {
+    "leader-elect": false,
+    "metrics-bind-address": "0",
+    "health-probe-bind-address": "127.0.0.1:9000",
+  });
+  assert.equal(off.leaderElection, undefined);
+  assert.equal(off.metrics, undefined);
+  assert.deepEqual(off.health, { hostname: "127.0.0.1", port: 9000 });
+});
+
+Deno.test("describeError: one line with a hint; stacks only for bugs in debug mode", () => {
+  const conn = new ConnectionError(
+    "https://127.0.0.1:1",
+    "get",
+    new TypeError("Connection refused"),
+  );
+  const [line, ...more] = describeError(conn, true);
+  assert.match(
+    line,
+    /^Cannot get from Kubernetes API server "https:\/\/127\.0\.0\.1:1": .*; check that/,
+  );
+  assert.deepEqual(more, []);
+  assert.match(describeError(new KubeconfigError("/k", "bad"), false)[0], /pass --kubeconfig PATH/);
+  const bug = new TypeError("x is undefined");
+  assert.deepEqual(describeError(bug, false), [
+    "x is undefined; this is a bug; rerun with --log-level debug for the stack",
+  ]);
+  assert.equal(describeError(bug, true).length, 2);
+  assert.equal(
+    describeError(new Deno.errors.PermissionDenied("Requires net access"), true).length,
+    1,
+  );
+});
