@@ -285,16 +285,23 @@ export class Manager implements AsyncDisposable {
       this.#informers.start();
       log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
       if (this.#opts.leaderElection) {
-        await this.#opts.leaderElection({
+        const campaign = this.#opts.leaderElection({
           client,
           signal: stop.signal,
           lost: (reason) => {
             lost ??= { reason };
             stop.abort(reason);
           },
-        }).catch((err) => {
+        });
+        // A hook that ignores the signal must not hold up shutdown.
+        const aborted = new Promise<void>((resolve) => {
+          if (stop.signal.aborted) return resolve();
+          stop.signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        await Promise.race([campaign, aborted]).catch((err) => {
           if (!stop.signal.aborted) throw err;
         });
+        campaign.catch(() => {});
         if (stop.signal.aborted) return;
         log.info("Leadership acquired");
       }
