@@ -169,28 +169,6 @@ export function parseDuration(text: string, flag: string): number {
 }
 
 /**
- * Parses a bind address such as `:8080`, `127.0.0.1:8080` or `0` (disabled).
- *
- * @param text The address.
- * @param flag The flag it came from, for the error.
- * @returns Host and port, or undefined when disabled.
- * @throws {UsageError} When it is not an address.
- */
-export function parseBindAddress(
-  text: string,
-  flag: string,
-): { hostname: string; port: number } | undefined {
-  if (text === "0") return undefined;
-  const m = /^(.*):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) {
-    throw new UsageError(`Flag "--${flag}" takes HOST:PORT, :PORT or 0, not "${text}"`);
-  }
-  const host = m[1].replace(/^\[(.*)\]$/, "$1");
-  return { hostname: host || "0.0.0.0", port };
-}
-
-/**
  * Parses a comma-separated list, dropping empty entries and duplicates.
  *
  * @param text The list, e.g. `a,b`.

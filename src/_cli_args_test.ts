@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import {
   formatFlags,
   GLOBAL_FLAGS,
-  parseBindAddress,
   parseDuration,
   parseFlags,
   parseList,
@@ -48,17 +47,12 @@ Deno.test("splitCommand finds the command after flags and their values", () => {
   assert.deepEqual(splitCommand(["--", "run"], values), { rest: ["--", "run"] });
 });
 
-Deno.test("parseDuration, parseBindAddress and parseList", () => {
+Deno.test("parseDuration and parseList", () => {
   assert.equal(parseDuration("90s", "t"), 90_000);
   assert.equal(parseDuration("2m", "t"), 120_000);
   assert.equal(parseDuration("250ms", "t"), 250);
   assert.equal(parseDuration("5", "t"), 5_000);
   assert.throws(() => parseDuration("soon", "timeout"), /Flag "--timeout" takes a duration/);
-  assert.deepEqual(parseBindAddress(":8080", "m"), { hostname: "0.0.0.0", port: 8080 });
-  assert.deepEqual(parseBindAddress("127.0.0.1:0", "m"), { hostname: "127.0.0.1", port: 0 });
-  assert.deepEqual(parseBindAddress("[::1]:9", "m"), { hostname: "::1", port: 9 });
-  assert.equal(parseBindAddress("0", "m"), undefined);
-  assert.throws(() => parseBindAddress("8080", "metrics-bind-address"), /HOST:PORT/);
   assert.deepEqual(parseList(" a, b,,a "), ["a", "b"]);
   assert.deepEqual(parseList(undefined), []);
 });

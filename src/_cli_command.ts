@@ -1,7 +1,6 @@
 // What every subcommand of an operator program gets: the operator's resolved definition, the
 // parsed flags, output streams and a way to connect. Subcommands live in `cmd_*.ts`.
-import { createClient } from "./client.ts";
-import type { Client } from "./client.ts";
+import { type Client, type ClientOptions, createClient } from "./client.ts";
 import type { Flags, FlagSpec } from "./_cli_args.ts";
 import type { PolicyRule } from "./kinds_cluster.ts";
 import type { KubeObject } from "./object.ts";
@@ -107,15 +106,20 @@ export function env(name: string): string | undefined {
  * manager.
  *
  * @param ctx The command context.
+ * @param options Further client options, e.g. `onRequest`.
  * @returns The client; close it when done.
  */
-export function connect(ctx: Pick<CommandContext, "def" | "flags">): Promise<Client> {
+export function connect(
+  ctx: Pick<CommandContext, "def" | "flags">,
+  options: Pick<ClientOptions, "onRequest"> = {},
+): Promise<Client> {
   const str = (v: unknown) => typeof v === "string" ? v : undefined;
   return createClient({
     kubeconfig: str(ctx.flags.kubeconfig),
     context: str(ctx.flags.context),
     fieldManager: ctx.def.name,
     userAgent: `${ctx.def.name}/${ctx.def.version} kubeno`,
+    ...options,
   });
 }
 

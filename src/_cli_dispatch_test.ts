@@ -115,8 +115,8 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
   assert.deepEqual(s, {
     watchNamespaces: ["a", "b"],
     leaderElection: { name: "x-lock", namespace: "ops" },
-    metrics: { hostname: "0.0.0.0", port: 8080 },
-    health: { hostname: "0.0.0.0", port: 8081 },
+    metricsAddress: ":8080",
+    healthAddress: ":8081",
     webhook: undefined,
   });
   const off = runSettings(def, {
@@ -125,8 +125,9 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
     "health-probe-bind-address": "127.0.0.1:9000",
   });
   assert.equal(off.leaderElection, undefined);
-  assert.equal(off.metrics, undefined);
-  assert.deepEqual(off.health, { hostname: "127.0.0.1", port: 9000 });
+  assert.equal(off.metricsAddress, undefined);
+  assert.equal(off.healthAddress, "127.0.0.1:9000");
+  assert.throws(() => runSettings(def, { "metrics-bind-address": "8080" }), /HOST:PORT/);
 });
 
 Deno.test("describeError: one line with a hint; stacks only for bugs in debug mode", () => {

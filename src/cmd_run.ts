@@ -13,14 +13,9 @@
  * @module
  */
 import { isNotFound } from "./api_error.ts";
-import {
-  EXIT,
-  type Flags,
-  type FlagSpec,
-  parseBindAddress,
-  parseList,
-  UsageError,
-} from "./_cli_args.ts";
+import { EXIT, type Flags, type FlagSpec, parseList, UsageError } from "./_cli_args.ts";
+import { operatorMetrics } from "./_cli_metrics.ts";
+import { parseBindAddress } from "./_http_server.ts";
 import {
   type Command,
   type CommandContext,
@@ -33,6 +28,7 @@ import type { Client } from "./client.ts";
 import { leaderElector } from "./leader_election.ts";
 import { createManager, type LeaderElectionContext } from "./manager.ts";
 import { getLogger } from "./log.ts";
+import { serveMetrics } from "./metrics.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -89,10 +85,10 @@ export interface RunSettings {
   watchNamespaces: string[];
   /** The Lease to hold, or undefined without leader election. */
   leaderElection?: { name: string; namespace: string };
-  /** Where to serve `/metrics`, or undefined when disabled. */
-  metrics?: { hostname: string; port: number };
+  /** Where to serve `/metrics` (`:8080`, `127.0.0.1:8080`), or undefined when disabled. */
+  metricsAddress?: string;
   /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
-  health?: { hostname: string; port: number };
+  healthAddress?: string;
   /** The webhook server's port and supplied certificate directory, when there are webhooks. */
   webhook?: { port: number; certPath?: string };
 }
@@ -123,13 +119,21 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
           operatorNamespace({ def, flags }),
       }
       : undefined,
-    metrics: parseBindAddress(str("metrics-bind-address") ?? ":8080", "metrics-bind-address"),
-    health: parseBindAddress(
+    metricsAddress: bindAddress(str("metrics-bind-address") ?? ":8080", "metrics-bind-address"),
+    healthAddress: bindAddress(
       str("health-probe-bind-address") ?? ":8081",
       "health-probe-bind-address",
     ),
     webhook: def.webhooks.length ? { port, certPath: str("webhook-cert-path") } : undefined,
   };
+}
+
+function bindAddress(address: string, flag: string): string | undefined {
+  try {
+    return parseBindAddress(address) ? address : undefined;
+  } catch {
+    throw new UsageError(`Flag "--${flag}" takes HOST:PORT, :PORT or 0, not "${address}"`);
+  }
 }
 
 /** The `run` command. */
@@ -147,7 +151,8 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
   flags: FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
-    using client = await connect(ctx);
+    const metrics = operatorMetrics();
+    using client = await connect(ctx, { onRequest: metrics.onRequest });
     await preflight(client, ctx.def, settings.watchNamespaces);
 
     const stop = new AbortController();
@@ -169,12 +174,14 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
       client,
       controllers: ctx.def.controllers,
       namespaces: settings.watchNamespaces.length ? settings.watchNamespaces : undefined,
+      metrics: metrics.manager,
       leaderElection: le
         ? (lc: LeaderElectionContext) => {
           const elector = leaderElector({
             client: lc.client,
             name: le.name,
             namespace: le.namespace,
+            metrics: metrics.leaderElection(le.name),
             onStoppedLeading: (reason) => {
               if (reason === "lost") {
                 lc.lost(new Error(`Lost the Lease "${le.namespace}/${le.name}"`));
@@ -186,7 +193,15 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
         }
         : undefined,
     });
+    const served = new AbortController();
     try {
+      if (settings.metricsAddress) {
+        const endpoint = await serveMetrics(metrics.registry, {
+          address: settings.metricsAddress,
+          signal: served.signal,
+        });
+        log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
+      }
       log.info("Starting {name} {version} with {count} controllers", {
         name: ctx.def.name,
         version: ctx.def.version,
@@ -197,6 +212,7 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
       await elected;
       return EXIT.ok;
     } finally {
+      served.abort();
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
     }
   },

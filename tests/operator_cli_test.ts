@@ -196,6 +196,9 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       saKubeconfig,
       JSON.stringify(kubeconfigFor(cp.server, { token: tr.body.status.token }, cp.caCertPem)),
     );
+    const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const metricsPort = probe.addr.port;
+    probe.close();
     operatorProc = command([
       "run",
       "--kubeconfig",
@@ -203,7 +206,7 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       "--namespace",
       NS,
       "--leader-elect",
-      "--metrics-bind-address=0",
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--health-probe-bind-address=0",
     ]).spawn();
     operatorErr = new Response(operatorProc.stderr).text();
@@ -223,6 +226,12 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       return w.body.status?.phase === "Ready" &&
         w.body.metadata.finalizers?.includes("widgets.kubeno.dev/cleanup");
     }, { what: "w1 Ready with its finalizer" });
+    const metrics = await waitFor(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return /controller_runtime_reconcile_total\{controller="widget",result="success"\} [1-9]/
+        .test(text) && text;
+    }, { what: "reconcile metrics on /metrics" });
+    assert.match(metrics, /^rest_client_requests_total\{/m);
     const lease = await cp.request(
       "GET",
       `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/widget-operator`,
