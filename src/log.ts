@@ -9,7 +9,7 @@
  * @module
  */
 
-import { configure, getLogger, type Logger, type LogRecord } from "@logtape/logtape";
+import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
 import { redact } from "./_log_redact.ts";
 
 export { getLogger, type Logger };
@@ -106,6 +106,27 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
       },
     ],
   });
+}
+
+/**
+ * Undoes {@linkcode configureLogging}: every logger is silent again. For tests and for
+ * libraries that must leave logging as they found it.
+ *
+ * @returns A promise that resolves once logging is reset.
+ *
+ * @example Silencing logs
+ * ```ts
+ * import { configureLogging, getLogger, resetLogging } from "./log.ts";
+ *
+ * const lines: string[] = [];
+ * await configureLogging({ format: "json", write: (l) => lines.push(l) });
+ * await resetLogging();
+ * getLogger(["kubeno"]).info("Not written");
+ * if (lines.length !== 0) throw new Error("Logged after reset");
+ * ```
+ */
+export async function resetLogging(): Promise<void> {
+  await reset();
 }
 
 /**
