@@ -117,7 +117,7 @@ Deno.test("configureLogging() pretty format and level checks", async () => {
   assert.equal(lines.length, 1);
   assert.match(
     lines[0],
-    /^\d{4}-\d\d-\d\dT[\d:.]+Z WARN  kubeno\.manager Leader lost ns\/op  lease=ns\/op attempt=2\n$/,
+    /^\d{4}-\d\d-\d\dT[\d:.]+Z WARN {2}kubeno\.manager Leader lost ns\/op {2}lease=ns\/op attempt=2\n$/,
   );
   await assert.rejects(configureLogging({ level: "verbose" as never }), /unknown level "verbose"/);
   await assert.rejects(configureLogging({ format: "xml" as never }), /unknown format "xml"/);
