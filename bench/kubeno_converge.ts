@@ -1,0 +1,64 @@
+// kubeno's converge contender: the benchmark operator written with kubeno, doing what
+// bench/peers/go/cr-operator does with controller-runtime. For each Bench: add a finalizer
+// (the framework's merge patch), server-side apply one owned ConfigMap (controller
+// ownerReference) and patch status.observedGeneration.
+//
+//   deno run -A bench/kubeno_converge.ts --kubeconfig FILE [--workers 4] [--starts FILE]
+//
+// Prints "ready" once its caches are synced; runs until SIGTERM; with --starts, writes the
+// reconcile-start log (name generation epoch-ms) to FILE at exit.
+import { parseArgs } from "node:util";
+import { createClient } from "../src/client.ts";
+import { ConfigMap } from "../src/kinds.ts";
+import { createManager } from "../src/manager.ts";
+import { reconcile } from "../src/reconcile.ts";
+import { Bench, FIELD_MANAGER, FINALIZER } from "./_bench_resource.ts";
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: {
+    kubeconfig: { type: "string" },
+    workers: { type: "string", default: "4" },
+    starts: { type: "string" },
+  },
+});
+if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
+
+// Recorded in memory and written at exit, so logging costs nothing measurable.
+const starts: string[] = [];
+const record = args.starts !== undefined;
+
+const controller = reconcile(Bench, {
+  owns: [ConfigMap],
+  finalizer: FINALIZER,
+  finalize() {},
+  maxConcurrent: Number(args.workers),
+  fieldManager: FIELD_MANAGER,
+  async reconcile(bench, ctx) {
+    if (record) {
+      const ms = (performance.timeOrigin + performance.now()).toFixed(3);
+      starts.push(`${bench.metadata.name} ${bench.metadata.generation} ${ms}`);
+    }
+    await ctx.apply(ConfigMap, {
+      metadata: { name: bench.metadata.name! },
+      data: { value: bench.spec.value },
+    });
+    await ctx.patchStatus(bench, { observedGeneration: bench.metadata.generation });
+  },
+});
+
+const client = await createClient({ kubeconfig: args.kubeconfig });
+const manager = createManager({ client, controllers: [controller] });
+const stop = new AbortController();
+Deno.addSignalListener("SIGTERM", () => stop.abort());
+const run = manager.start(stop.signal);
+const readyPoll = setInterval(() => {
+  if (!manager.ready()) return;
+  clearInterval(readyPoll);
+  console.log("ready");
+}, 5);
+await run;
+clearInterval(readyPoll);
+client.close();
+if (args.starts) await Deno.writeTextFile(args.starts, starts.join("\n") + "\n");
+Deno.exit(0);

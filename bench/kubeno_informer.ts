@@ -1,0 +1,48 @@
+// kubeno's informer-sync contender: informer() over the ConfigMaps of one namespace. Measures
+// time from start to synced and resident memory after sync minus before, both read from
+// /proc/self/status VmRSS after a forced GC (as the Go and Node.js peers do).
+//
+//   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS
+//
+// Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
+import { parseArgs } from "node:util";
+import { createClient } from "../src/client.ts";
+import { informer } from "../src/informer.ts";
+import { ConfigMap } from "../src/kinds.ts";
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: { kubeconfig: { type: "string" }, namespace: { type: "string", default: "default" } },
+});
+if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
+
+function rssKiB(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error("Cannot force a GC: run with --v8-flags=--expose-gc");
+  gc();
+  gc();
+  const status = Deno.readTextFileSync("/proc/self/status");
+  return Number(status.match(/^VmRSS:\s+(\d+)/m)![1]);
+}
+
+const client = await createClient({ kubeconfig: args.kubeconfig });
+const before = rssKiB();
+const cms = informer(ConfigMap, { client, namespace: args.namespace });
+const start = performance.now();
+cms.start();
+await cms.synced();
+const syncMs = performance.now() - start;
+const objects = cms.store.size;
+const after = rssKiB();
+console.log(JSON.stringify({
+  objects,
+  syncMs,
+  rssBeforeKiB: before,
+  rssAfterKiB: after,
+  bytesPerObject: ((after - before) * 1024) / Math.max(objects, 1),
+}));
+
+await new Promise<void>((resolve) => Deno.addSignalListener("SIGTERM", () => resolve()));
+await cms.stop();
+client.close();
+Deno.exit(0);

@@ -1,0 +1,85 @@
+// informer-sync measures client-go's shared informer: time from start to synced over the
+// ConfigMaps of one namespace, and resident memory after sync minus before (both read from
+// /proc/self/status VmRSS after a forced GC that returns freed memory to the OS).
+//
+//	informer-sync -kubeconfig FILE -namespace NS
+//
+// Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"kubeno.dev/bench/peers/internal/benchapi"
+)
+
+// stripManagedFields is what kubeno's informer does by default (and what controller-runtime
+// offers as cache.TransformStripManagedFields).
+func stripManagedFields(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	return in, nil
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
+	namespace := flag.String("namespace", "default", "namespace of the ConfigMaps")
+	flag.Parse()
+
+	cfg, err := benchapi.RestConfig(*kubeconfig)
+	check(err)
+	core, err := kubernetes.NewForConfig(cfg)
+	check(err)
+	before := benchapi.RSSKiB()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(core, 0, informers.WithNamespace(*namespace))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	check(inf.SetTransform(stripManagedFields))
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	factory.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		check(fmt.Errorf("informer did not sync"))
+	}
+	syncMs := float64(time.Since(start).Microseconds()) / 1000
+	count := len(inf.GetStore().ListKeys())
+	after := benchapi.RSSKiB()
+
+	out, _ := json.Marshal(map[string]any{
+		"objects":         count,
+		"syncMs":          syncMs,
+		"rssBeforeKiB":    before,
+		"rssAfterKiB":     after,
+		"bytesPerObject":  float64(after-before) * 1024 / float64(max(count, 1)),
+		"watchListClient": clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient),
+	})
+	fmt.Println(string(out))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	cancel()
+	// Keep the store reachable until the end so the measurement above is not flattered.
+	_ = inf.GetStore().ListKeys()
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "informer-sync:", err)
+		os.Exit(1)
+	}
+}
