@@ -76,6 +76,17 @@ export class Transport {
     this.#clients.clear();
   }
 
+  /**
+   * Closes the pooled connections but keeps the transport usable: the next request opens a
+   * fresh connection. Deno multiplexes every request over one HTTP/2 connection, so when that
+   * connection is dead (a stalled network path) every stream on it is too; a watch restarted
+   * after a stall must not reuse it.
+   */
+  resetConnections(): void {
+    for (const c of this.#clients.values()) c.close();
+    this.#clients.clear();
+  }
+
   #client(cert: string | undefined, key: string | undefined): Deno.HttpClient {
     if (this.#closed) throw new Error("Cannot send a request: the client is closed");
     const id = cert && key ? `${cert}\0${key}` : "";

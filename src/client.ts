@@ -510,6 +510,30 @@ export class Client implements Disposable {
     });
   }
 
+  /**
+   * Drops the client's pooled connections and keeps the client usable; the next request
+   * opens a new connection. `watch()` calls it after detecting a stalled stream, because all
+   * requests share one HTTP/2 connection and a stalled one would stall the restarted watch too.
+   *
+   * @example Start over on fresh connections
+   * ```ts
+   * import { createClient } from "./client.ts";
+   * const dir = await Deno.makeTempDir();
+   * await Deno.writeTextFile(`${dir}/config`, JSON.stringify({
+   *   apiVersion: "v1", kind: "Config", "current-context": "c",
+   *   clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:1" } }],
+   *   users: [{ name: "u", user: { token: "t" } }],
+   *   contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+   * }));
+   * const client = await createClient({ kubeconfig: `${dir}/config` });
+   * client.resetConnections();
+   * client.close();
+   * ```
+   */
+  resetConnections(): void {
+    this.#transport.resetConnections();
+  }
+
   /** Closes the client's HTTP connections; open watches end with an error. */
   close(): void {
     this.#transport.close();
