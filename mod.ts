@@ -195,3 +195,17 @@ export {
   type RateLimiter,
 } from "./src/rate_limiter.ts";
 export { type Clock, realClock, sleepOn, type TimerId } from "./src/clock.ts";
+export { type Operator, operator } from "./src/operator.ts";
+export type {
+  LeaderElectionOptions,
+  OperatorController,
+  OperatorOptions,
+  OperatorWebhook,
+  WebhookManifestContext,
+} from "./src/operator_types.ts";
+export {
+  type OperatorManifests,
+  operatorManifests,
+  type OperatorManifestsInit,
+} from "./src/manifests.ts";
+export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/rbac.ts";
