@@ -133,6 +133,7 @@ export {
   ClusterRoleBinding,
   CustomResourceDefinition,
   type CustomResourceDefinitionVersion,
+  EventsV1Event,
   Lease,
   MutatingWebhookConfiguration,
   type PolicyRule,
@@ -209,3 +210,73 @@ export {
   type OperatorManifestsInit,
 } from "./src/manifests.ts";
 export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/rbac.ts";
+export {
+  type Controller,
+  type MapFunc,
+  reconcile,
+  type ReconcileContext,
+  type ReconcileOptions,
+  type ReconcileResult,
+  type Requeue,
+  requeue,
+  type StatusOf,
+  TerminalError,
+  type WatchSpec,
+} from "./src/reconcile.ts";
+export {
+  and,
+  annotationsChanged,
+  deletionStarted,
+  generationChanged,
+  labelsChanged,
+  not,
+  or,
+  type Predicate,
+  type PredicateEvent,
+  resourceVersionChanged,
+} from "./src/predicates.ts";
+export {
+  addFinalizerPatch,
+  finalizer,
+  type FinalizerAction,
+  finalizerAction,
+  type FinalizerEvent,
+  type FinalizerOptions,
+  hasFinalizer,
+  removeFinalizerPatch,
+} from "./src/finalizer.ts";
+export {
+  controllerOf,
+  ownerReference,
+  type OwnerReferenceOptions,
+  setControllerReference,
+} from "./src/owner.ts";
+export {
+  type EventClient,
+  EventRecorder,
+  type EventRecorderOptions,
+  type EventType,
+} from "./src/events.ts";
+export {
+  type ConditionInput,
+  findCondition,
+  isFalse,
+  isTrue,
+  setCondition,
+  type SetConditionOptions,
+} from "./src/conditions.ts";
+export {
+  type ControllerMetrics,
+  ControllerRuntime,
+  type ControllerRuntimeOptions,
+  type ReconcileOutcome,
+  type ReconcileSample,
+} from "./src/controller.ts";
+export {
+  createManager,
+  type InformerStatus,
+  type LeaderElectionContext,
+  Manager,
+  type ManagerHealth,
+  type ManagerOptions,
+} from "./src/manager.ts";

@@ -15,7 +15,8 @@
  *
  * @module
  */
-import type { Condition, KubeObject } from "./object.ts";
+import type * as Crd from "./crd.ts";
+import type { KubeObject } from "./object.ts";
 import { type Resource, resource } from "./resource.ts";
 import type { LabelSelector } from "./kinds.ts";
 
@@ -136,54 +137,15 @@ export const ClusterRoleBinding: Resource<ClusterRoleBinding> = resource<Cluster
   namespaced: false,
 });
 
+/**
+ * A custom resource definition: the type `defineResource(...).crd()` returns, with
+ * `apiVersion` and `kind` optional as for every object the client reads or writes.
+ */
+export type CustomResourceDefinition =
+  & Omit<Crd.CustomResourceDefinition, "apiVersion" | "kind">
+  & { apiVersion?: string; kind?: string };
 /** One served version of a CRD. */
-export interface CustomResourceDefinitionVersion extends Open {
-  /** Version name, e.g. `v1alpha1`. */
-  name: string;
-  /** Served over the API. */
-  served: boolean;
-  /** The version objects are stored in; exactly one. */
-  storage: boolean;
-  /** Structural OpenAPI v3 schema. */
-  schema?: { openAPIV3Schema: Record<string, unknown> };
-  /** `status` and `scale` subresources. */
-  subresources?: { status?: Record<string, never>; scale?: Open };
-  /** Extra `kubectl get` columns. */
-  additionalPrinterColumns?: Open[];
-}
-
-/** A custom resource definition. */
-export interface CustomResourceDefinition extends KubeObject {
-  /** The definition. */
-  spec: {
-    /** API group, e.g. `apps.kubeno.dev`. */
-    group: string;
-    /** Names of the resource. */
-    names: {
-      kind: string;
-      plural: string;
-      singular?: string;
-      listKind?: string;
-      shortNames?: string[];
-      categories?: string[];
-    };
-    /** `Namespaced` or `Cluster`. */
-    scope: "Namespaced" | "Cluster";
-    /** Versions served. */
-    versions: CustomResourceDefinitionVersion[];
-    /** Conversion between versions. */
-    conversion?: Open;
-  } & Open;
-  /** Observed state; `Established` means the resource is served. */
-  status?: {
-    /** Conditions such as `Established` and `NamesAccepted`. */
-    conditions?: (Omit<Condition, "lastTransitionTime"> & { lastTransitionTime?: string })[];
-    /** The names actually accepted. */
-    acceptedNames?: Open;
-    /** Versions ever stored. */
-    storedVersions?: string[];
-  };
-}
+export type CustomResourceDefinitionVersion = Crd.CustomResourceDefinitionVersion;
 /** CustomResourceDefinitions (`apiextensions.k8s.io/v1`, cluster-scoped). */
 export const CustomResourceDefinition: Resource<CustomResourceDefinition> = resource<
   CustomResourceDefinition

@@ -4,7 +4,6 @@ import type { Client } from "../src/client.ts";
 import { defineResource } from "../src/define_resource.ts";
 import { Namespace } from "../src/kinds.ts";
 import { CustomResourceDefinition } from "../src/kinds_cluster.ts";
-import type { ObjectOf } from "../src/resource.ts";
 import { waitFor } from "./_helpers.ts";
 
 /** `Stack`: its controller copies `spec.value` into an owned ConfigMap. */
@@ -31,7 +30,7 @@ export async function installStack(client: Client): Promise<void> {
   // crd.ts's and kinds_cluster.ts's CRD types differ in their schema's index signature.
   await client.create(
     CustomResourceDefinition,
-    Stack.crd() as unknown as ObjectOf<typeof CustomResourceDefinition>,
+    Stack.crd(),
   );
   await waitFor(async () => {
     const crd = await client.get(CustomResourceDefinition, Stack.crd().metadata.name!);
