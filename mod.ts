@@ -280,3 +280,55 @@ export {
   type ManagerHealth,
   type ManagerOptions,
 } from "./src/manager.ts";
+export {
+  type LeaderElectionEnd,
+  type LeaderElectionMetrics,
+  LeaderElector,
+  leaderElector,
+  type LeaderElectorOptions,
+  type LeaseClient,
+} from "./src/leader_election.ts";
+export {
+  Counter,
+  formatValue,
+  Gauge,
+  Histogram,
+  type HistogramOptions,
+  type LabelValues,
+  type MetricOptions,
+  METRICS_CONTENT_TYPE,
+  Registry,
+  serveMetrics,
+  type ServeMetricsOptions,
+} from "./src/metrics.ts";
+export {
+  type ControllerMetrics as PrometheusControllerMetrics,
+  controllerMetrics,
+  leaderElectionMetrics,
+  type ReconcileResultLabel,
+  restClientMetrics,
+  workqueueMetrics,
+} from "./src/metrics_controller.ts";
+export { registerProcessMetrics } from "./src/metrics_process.ts";
+export {
+  type CheckResult,
+  type HealthCheck,
+  HealthChecks,
+  informersSynced,
+  type ProbedInformer,
+  type ProbeKind,
+  serveProbes,
+  type ServeProbesOptions,
+  watchesNotStalled,
+  type WatchesNotStalledOptions,
+} from "./src/health.ts";
+export {
+  configureLogging,
+  getLogger,
+  type LogFormat,
+  type Logger,
+  type LoggingOptions,
+  type LogLevel,
+  redact,
+  resetLogging,
+} from "./src/log.ts";
