@@ -158,13 +158,12 @@ export class Contender implements AsyncDisposable {
         );
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, Math.min(left, 1_000));
-        const self = this;
-        function done() {
+        const done = () => {
           clearTimeout(timer);
-          self.#waiters.delete(done);
+          this.#waiters.delete(done);
           resolve();
-        }
+        };
+        const timer = setTimeout(done, Math.min(left, 1_000));
         this.#waiters.add(done);
       });
     }

@@ -107,6 +107,7 @@ export class ConvergeWatch implements AsyncDisposable {
   readonly #count: number;
   readonly #current = new Set<string>();
   readonly #owned = new Set<string>();
+  readonly #waiters = new Set<() => void>();
   #resolve!: (at: number) => void;
   /** Resolves with `performance.now()` once every object has converged. */
   readonly converged: Promise<number>;
@@ -154,10 +155,24 @@ export class ConvergeWatch implements AsyncDisposable {
     return { current: this.#current.size, owned: this.#owned.size };
   }
 
+  /**
+   * Waits until every Bench is current again (e.g. after a round of spec changes).
+   *
+   * @returns A promise that resolves once all are current.
+   */
+  current(): Promise<void> {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#waiters.add(resolve);
+    this.#check();
+    return promise;
+  }
+
   #check(): void {
     if (this.#current.size < this.#count || this.#owned.size < this.#count) return;
     for (const name of this.#current) if (!this.#owned.has(name)) return;
     this.#resolve(performance.now());
+    for (const w of this.#waiters) w();
+    this.#waiters.clear();
   }
 
   /** Stops both watches. */

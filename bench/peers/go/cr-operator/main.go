@@ -86,13 +86,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
+	// controller-runtime registers -kubeconfig on the default flag set itself.
 	workers := flag.Int("workers", 4, "concurrent reconciles")
 	startsPath := flag.String("starts", "", "write the reconcile-start log here at exit")
 	flag.Parse()
 	log.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel)))
 
-	cfg, err := benchapi.RestConfig(*kubeconfig)
+	cfg, err := benchapi.RestConfig(flag.Lookup("kubeconfig").Value.String())
 	check(err)
 	scheme := runtime.NewScheme()
 	check(clientgoscheme.AddToScheme(scheme))

@@ -1,0 +1,217 @@
+// Locating and building the benchmark's contenders: the Go peers are built with `go build`
+// into a cache folder outside the repository (keyed by a hash of their sources), the
+// Node.js peer's dependencies are installed with `npm ci`, and the kubeno contenders are
+// warmed up once so that module loading is not measured as a cold start.
+
+const BENCH = new URL(".", import.meta.url).pathname;
+const GO_DIR = `${BENCH}peers/go`;
+const NODE_DIR = `${BENCH}peers/node-informer`;
+
+/** How to start one contender: program, arguments, working directory. */
+export interface Command {
+  cmd: string;
+  args: string[];
+  cwd?: string;
+}
+
+/** Paths of the built peers. */
+export interface Peers {
+  crOperator: string;
+  limit: string;
+  informerSync: string;
+  nodeDir: string;
+}
+
+async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success) {
+    throw new Error(
+      `Cannot run "${cmd} ${args.join(" ")}" (exit ${out.code}):\n${
+        new TextDecoder().decode(out.stderr).trim().split("\n").slice(-20).join("\n")
+      }`,
+    );
+  }
+  return text;
+}
+
+async function sourceHash(dir: string): Promise<string> {
+  const parts: string[] = [];
+  const walk = async (d: string) => {
+    const entries = [...Deno.readDirSync(d)].sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of entries) {
+      const p = `${d}/${e.name}`;
+      if (e.isDirectory) await walk(p);
+      else if (/\.(go|mod|sum)$/.test(e.name)) {
+        parts.push(p.slice(dir.length), await Deno.readTextFile(p));
+      }
+    }
+  };
+  await walk(dir);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\0")));
+  return [...new Uint8Array(digest)].slice(0, 8).map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
+}
+
+/**
+ * Builds the Go peers (unless already built from the same sources) and installs the
+ * Node.js peer's dependencies (unless present).
+ *
+ * @param progress Where progress lines go.
+ * @returns The peers' paths.
+ * @throws {Error} When `go build` or `npm ci` fails.
+ */
+export async function preparePeers(progress: (line: string) => void): Promise<Peers> {
+  const home = Deno.env.get("HOME") ?? "/tmp";
+  const out = `${
+    Deno.env.get("XDG_CACHE_HOME") ?? `${home}/.cache`
+  }/kubeno/bench-peers/${await sourceHash(GO_DIR)}`;
+  const peers: Peers = {
+    crOperator: `${out}/cr-operator`,
+    limit: `${out}/limit`,
+    informerSync: `${out}/informer-sync`,
+    nodeDir: NODE_DIR,
+  };
+  const built = [peers.crOperator, peers.limit, peers.informerSync].every((p) => {
+    try {
+      return Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  });
+  if (!built) {
+    progress(`building Go peers into ${out} (first build takes a few minutes)`);
+    await Deno.mkdir(out, { recursive: true });
+    await run("go", ["build", "-trimpath", "-o", `${out}/`, "./..."], GO_DIR);
+  }
+  try {
+    Deno.statSync(`${NODE_DIR}/node_modules/@kubernetes/client-node/package.json`);
+  } catch {
+    progress("installing the Node.js peer's dependencies (npm ci)");
+    await run("npm", ["ci", "--no-audit", "--no-fund"], NODE_DIR);
+  }
+  return peers;
+}
+
+/**
+ * Runs each kubeno contender once with `KUBENO_BENCH_WARMUP=1` (it exits after loading), so
+ * later runs start from Deno's warm module cache like a deployed operator would.
+ */
+export async function warmUpKubeno(): Promise<void> {
+  for (const file of ["kubeno_converge.ts", "kubeno_informer.ts"]) {
+    const out = await new Deno.Command("deno", {
+      args: ["run", "-A", `${BENCH}${file}`],
+      env: { KUBENO_BENCH_WARMUP: "1" },
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new Error(`Cannot load ${file}:\n${new TextDecoder().decode(out.stderr).trim()}`);
+    }
+  }
+}
+
+/** The converge contenders (operators); `limit` exits its work and waits for SIGTERM. */
+export function operatorCommand(
+  who: "kubeno" | "controller-runtime",
+  peers: Peers,
+  kubeconfig: string,
+  startsPath?: string,
+): Command {
+  const starts = startsPath ? ["--starts", startsPath] : [];
+  if (who === "kubeno") {
+    return {
+      cmd: "deno",
+      args: [
+        "run",
+        "-A",
+        `${BENCH}kubeno_converge.ts`,
+        "--kubeconfig",
+        kubeconfig,
+        "--workers",
+        "4",
+        ...starts,
+      ],
+    };
+  }
+  return {
+    cmd: peers.crOperator,
+    args: [
+      "-kubeconfig",
+      kubeconfig,
+      "-workers",
+      "4",
+      ...(startsPath ? ["-starts", startsPath] : []),
+    ],
+  };
+}
+
+/** The limit contender. */
+export function limitCommand(peers: Peers, kubeconfig: string, namespace: string): Command {
+  return {
+    cmd: peers.limit,
+    args: ["-kubeconfig", kubeconfig, "-namespace", namespace, "-workers", "4"],
+  };
+}
+
+/** The informer-sync contenders. */
+export function informerCommand(
+  who: "kubeno" | "client-go" | "client-node",
+  peers: Peers,
+  kubeconfig: string,
+  namespace: string,
+): Command {
+  switch (who) {
+    case "kubeno":
+      return {
+        cmd: "deno",
+        args: [
+          "run",
+          "-A",
+          "--v8-flags=--expose-gc",
+          `${BENCH}kubeno_informer.ts`,
+          "--kubeconfig",
+          kubeconfig,
+          "--namespace",
+          namespace,
+        ],
+      };
+    case "client-go":
+      return {
+        cmd: peers.informerSync,
+        args: ["-kubeconfig", kubeconfig, "-namespace", namespace],
+      };
+    case "client-node":
+      return {
+        cmd: "node",
+        args: ["--expose-gc", "index.mjs", kubeconfig, namespace],
+        cwd: NODE_DIR,
+      };
+  }
+}
+
+/**
+ * Versions of everything measured, for the report.
+ *
+ * @returns Tool and library versions.
+ */
+export async function versions(): Promise<Record<string, string>> {
+  const goMod = await Deno.readTextFile(`${GO_DIR}/go.mod`);
+  const nodePkg = JSON.parse(
+    await Deno.readTextFile(`${NODE_DIR}/node_modules/@kubernetes/client-node/package.json`).catch(
+      () => '{"version":"not installed"}',
+    ),
+  );
+  const mod = (name: string) =>
+    goMod.match(new RegExp(`${name.replace(/[.]/g, "\\.")} (v\\S+)`))?.[1] ?? "?";
+  return {
+    deno: Deno.version.deno,
+    v8: Deno.version.v8,
+    go: (await run("go", ["env", "GOVERSION"])).replace(/^go/, ""),
+    node: (await run("node", ["--version"])).replace(/^v/, ""),
+    "controller-runtime": mod("sigs.k8s.io/controller-runtime"),
+    "client-go": mod("k8s.io/client-go"),
+    "client-node": nodePkg.version,
+  };
+}

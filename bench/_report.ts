@@ -1,0 +1,241 @@
+// Results of a benchmark run: medians, ratios, the machine, and the Markdown table that
+// BENCHMARKS.md carries between its `results` markers.
+
+/** Everything a run measured, as written to bench/results.json. */
+export interface Results {
+  generatedAt: string;
+  command: string;
+  mode: "full" | "quick" | "smoke";
+  machine: Record<string, string | number>;
+  versions: Record<string, string>;
+  params: Record<string, number>;
+  // deno-lint-ignore no-explicit-any
+  scenarios: Record<string, any>;
+}
+
+/**
+ * The median of some numbers (the mean of the middle two for an even count).
+ *
+ * @param xs The numbers.
+ * @returns The median, `NaN` when empty.
+ */
+export function median(xs: number[]): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/**
+ * Medians of each numeric field over runs.
+ *
+ * @param runs Runs with the same numeric fields.
+ * @returns Field → median.
+ */
+export function medians(runs: Record<string, unknown>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(runs[0] ?? {})) {
+    if (typeof runs[0][key] === "number") out[key] = median(runs.map((r) => r[key] as number));
+  }
+  return out;
+}
+
+/**
+ * The machine the run is on: cores, memory, CPU model and load.
+ *
+ * @returns The facts, read from /proc.
+ */
+export function machine(): Record<string, string | number> {
+  const cpuinfo = Deno.readTextFileSync("/proc/cpuinfo");
+  const meminfo = Deno.readTextFileSync("/proc/meminfo");
+  const memKiB = Number(meminfo.match(/^MemTotal:\s+(\d+)/m)?.[1]);
+  return {
+    nproc: navigator.hardwareConcurrency,
+    memoryGiB: Math.round(memKiB / 1024 / 1024 * 10) / 10,
+    cpu: cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? "unknown",
+    os: `${Deno.build.os} ${Deno.osRelease()}`,
+  };
+}
+
+/**
+ * The 1-minute load average now.
+ *
+ * @returns The load average.
+ */
+export function loadAverage(): number {
+  return Number(Deno.readTextFileSync("/proc/loadavg").split(" ")[0]);
+}
+
+const fmt = (x: number | undefined, digits = 0) =>
+  x === undefined || Number.isNaN(x) ? "—" : x.toLocaleString("en", {
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  });
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || !b || Number.isNaN(a) || Number.isNaN(b)
+    ? "—"
+    : `${(a / b).toFixed(2)}×`;
+
+/**
+ * Renders the results as Markdown: machine and versions, then one table per scenario.
+ *
+ * @param r The results.
+ * @returns Markdown text.
+ */
+export function renderMarkdown(r: Results): string {
+  const m = r.machine;
+  const v = r.versions;
+  const s = r.scenarios;
+  const lines: string[] = [];
+  lines.push(
+    `Measured ${r.generatedAt} (${r.mode} run) with \`${r.command}\`.`,
+    "",
+    `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB memory, ${m.os}; 1-minute load ` +
+      `average ${m.loadBefore} before and ${m.loadAfter} after the run. Versions: Deno ${v.deno}, ` +
+      `Go ${v.go}, Kubernetes ${v.kubernetes}, controller-runtime ${v["controller-runtime"]}, ` +
+      `client-go ${v["client-go"]}, @kubernetes/client-node ${
+        v["client-node"]
+      }, Node.js ${v.node}. ` +
+      `Medians of ${r.params.reps} run(s) per contender; a fresh control plane for every run.`,
+    "",
+  );
+  if (s.converge) {
+    const c = s.converge.median;
+    const k = c.kubeno, g = c["controller-runtime"], l = c.limit;
+    lines.push(
+      `### Converge (N = ${fmt(s.converge.n)} Bench objects, 4 workers)`,
+      "",
+      "| contender | wall time (ms) | CPU (s) | CPU at converge (s) | peak RSS (MiB) |",
+      "|---|---:|---:|---:|---:|",
+    );
+    for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
+      lines.push(
+        `| ${name} | ${fmt(x?.wallMs)} | ${fmt(x?.cpuSec, 2)} | ${fmt(x?.cpuAtConvergeSec, 2)} | ${
+          fmt(x?.peakRssMiB, 1)
+        } |`,
+      );
+    }
+    lines.push(
+      `| **kubeno / controller-runtime** | ${ratio(k?.wallMs, g?.wallMs)} | ${
+        ratio(k?.cpuSec, g?.cpuSec)
+      } | ${ratio(k?.cpuAtConvergeSec, g?.cpuAtConvergeSec)} | ${
+        ratio(k?.peakRssMiB, g?.peakRssMiB)
+      } |`,
+      `| **kubeno / limit** | ${ratio(k?.wallMs, l?.wallMs)} | ${ratio(k?.cpuSec, l?.cpuSec)} | ${
+        ratio(k?.cpuAtConvergeSec, l?.cpuAtConvergeSec)
+      } | ${ratio(k?.peakRssMiB, l?.peakRssMiB)} |`,
+      "",
+    );
+  }
+  if (s.informer) {
+    const c = s.informer.median;
+    const k = c.kubeno, g = c["client-go"], n = c["client-node"];
+    lines.push(
+      `### Informer sync and memory (${fmt(s.informer.m)} ConfigMaps of ~1 KiB)`,
+      "",
+      "| contender | start → synced (ms) | spawn → synced (ms) | memory per object (bytes) | RSS after sync (MiB) | peak RSS (MiB) | CPU (s) |",
+      "|---|---:|---:|---:|---:|---:|---:|",
+    );
+    for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
+      lines.push(
+        `| ${name} | ${fmt(x?.syncMs)} | ${fmt(x?.spawnToSyncedMs)} | ${fmt(x?.bytesPerObject)} | ${
+          fmt(x?.rssAfterMiB, 1)
+        } | ${fmt(x?.peakRssMiB, 1)} | ${fmt(x?.cpuSec, 2)} |`,
+      );
+    }
+    const row = (label: string, b: Record<string, number> | undefined) =>
+      `| **${label}** | ${ratio(k?.syncMs, b?.syncMs)} | ${
+        ratio(k?.spawnToSyncedMs, b?.spawnToSyncedMs)
+      } | ${ratio(k?.bytesPerObject, b?.bytesPerObject)} | ${
+        ratio(k?.rssAfterMiB, b?.rssAfterMiB)
+      } | ${ratio(k?.peakRssMiB, b?.peakRssMiB)} | ${ratio(k?.cpuSec, b?.cpuSec)} |`;
+    lines.push(row("kubeno / client-go", g), row("kubeno / client-node", n), "");
+  }
+  if (s.latency) {
+    const c = s.latency.median;
+    const k = c.kubeno, g = c["controller-runtime"];
+    lines.push(
+      `### Event latency (${s.latency.objects} objects, ${s.latency.rate} writes/s for ${s.latency.seconds} s)`,
+      "",
+      "| contender | p50 (ms) | p99 (ms) | max (ms) | p50 from send (ms) | p99 from send (ms) | writes matched |",
+      "|---|---:|---:|---:|---:|---:|---:|",
+    );
+    for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
+      lines.push(
+        `| ${name} | ${fmt(x?.p50Ms, 2)} | ${fmt(x?.p99Ms, 2)} | ${fmt(x?.maxMs, 2)} | ${
+          fmt(x?.p50FromSendMs, 2)
+        } | ${fmt(x?.p99FromSendMs, 2)} | ${fmt(x?.matched)} / ${fmt(x?.writes)} |`,
+      );
+    }
+    lines.push(
+      `| **kubeno − controller-runtime** | ${fmt(k?.p50Ms - g?.p50Ms, 2)} | ${
+        fmt(k?.p99Ms - g?.p99Ms, 2)
+      } | ${fmt(k?.maxMs - g?.maxMs, 2)} | ${fmt(k?.p50FromSendMs - g?.p50FromSendMs, 2)} | ${
+        fmt(k?.p99FromSendMs - g?.p99FromSendMs, 2)
+      } | |`,
+      "",
+    );
+  }
+  if (s.footprint) {
+    const c = s.footprint.median;
+    lines.push(
+      `### Footprint (the converge operator; loaded = ${
+        fmt(s.footprint.objects)
+      } Bench objects and their ConfigMaps cached)`,
+      "",
+      "| contender | start → ready (ms) | idle RSS, empty (MiB) | idle RSS, loaded (MiB) |",
+      "|---|---:|---:|---:|",
+    );
+    for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
+      lines.push(
+        `| ${name} | ${fmt(x?.startToReadyMs)} | ${fmt(x?.idleRssMiB, 1)} | ${
+          fmt(x?.idleRssLoadedMiB, 1)
+        } |`,
+      );
+    }
+    lines.push("", `Compiled payload (\`deno compile\`): ${s.footprint.compile}.`, "");
+  }
+  if (s.micro) {
+    lines.push(
+      "### Microbenchmarks (`deno bench`, one core)",
+      "",
+      "| group | benchmark | time per iteration | events/s |",
+      "|---|---|---:|---:|",
+    );
+    for (const b of s.micro as Record<string, any>[]) {
+      lines.push(
+        `| ${b.group} | ${b.name} | ${fmt(b.avgMs, 2)} ms | ${fmt(b.eventsPerSec)} |`,
+      );
+    }
+    lines.push("");
+  }
+  return lines.join("\n");
+}
+
+const BEGIN = "<!-- results:begin (generated by bench/run.ts; edit the prose outside) -->";
+const END = "<!-- results:end -->";
+
+/**
+ * Replaces the generated part of BENCHMARKS.md (between its markers) with `table`, creating
+ * the file with the markers when it does not exist.
+ *
+ * @param path The file.
+ * @param table The generated Markdown.
+ */
+export async function updateMarkdown(path: string, table: string): Promise<void> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch {
+    text = `# Benchmarks\n\n${BEGIN}\n${END}\n`;
+  }
+  if (!(text.includes(BEGIN) && text.indexOf(END) > text.indexOf(BEGIN))) {
+    text = `${text.trimEnd()}\n\n${BEGIN}\n${END}\n`;
+  }
+  const start = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  await Deno.writeTextFile(
+    path,
+    text.slice(0, start) + `${BEGIN}\n\n${table.trim()}\n\n${END}` + text.slice(end + END.length),
+  );
+}

@@ -1,0 +1,324 @@
+// The benchmark's scenarios. Each run gets a fresh control plane (same kube-apiserver flags
+// for every contender), a workload created by the harness, and one contender process whose
+// CPU time and memory are read from /proc the same way whatever its language.
+import { createClient } from "../src/client.ts";
+import { startControlPlane } from "../src/control_plane.ts";
+import { Bench, NAMESPACE } from "./_bench_resource.ts";
+import type { Command } from "./_peers.ts";
+import { Contender } from "./_proc.ts";
+import {
+  benchName,
+  ConvergeWatch,
+  createBenches,
+  createConfigMaps,
+  installWorkload,
+} from "./_workload.ts";
+
+/** What every scenario needs. */
+export interface RunContext {
+  /** Extra kube-apiserver flags, the same for every contender. */
+  apiServerFlags: string[];
+  /** Where progress lines go. */
+  progress: (line: string) => void;
+  /** A scratch folder for logs. */
+  tmp: string;
+}
+
+/** One converge run. */
+export interface ConvergeRun {
+  /** From spawning the contender until every object had converged, ms. */
+  wallMs: number;
+  /** Contender CPU seconds when convergence was seen. */
+  cpuAtConvergeSec: number;
+  /** Contender CPU seconds once it went idle (echo reconciles of its own writes included). */
+  cpuSec: number;
+  /** Peak RSS, MiB. */
+  peakRssMiB: number;
+}
+
+const MiB = 1024;
+
+async function withCluster<R>(
+  ctx: RunContext,
+  fn: (cp: Awaited<ReturnType<typeof startControlPlane>>) => Promise<R>,
+): Promise<R> {
+  await using cp = await startControlPlane({ apiServerFlags: ctx.apiServerFlags });
+  return await fn(cp);
+}
+
+function spawn(name: string, c: Command): Contender {
+  return new Contender(name, c.cmd, c.args, { cwd: c.cwd });
+}
+
+async function raceExit<T>(contender: Contender, p: Promise<T>, deadlineMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let poll: ReturnType<typeof setInterval> | undefined;
+  const fail = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${contender.name} did not finish within ${deadlineMs} ms`)),
+      deadlineMs,
+    );
+    poll = setInterval(async () => {
+      if (contender.exitCode === undefined) return;
+      clearInterval(poll);
+      reject(
+        new Error(
+          `${contender.name} exited with code ${contender.exitCode}:\n${await contender
+            .stderrTail()}`,
+        ),
+      );
+    }, 100);
+  });
+  try {
+    return await Promise.race([p, fail]);
+  } finally {
+    clearTimeout(timer);
+    clearInterval(poll);
+  }
+}
+
+/**
+ * Converge: N Bench objects exist; the contender starts; wall time until every one is
+ * current and owns its ConfigMap, as seen by the harness's own watch.
+ *
+ * @param ctx Flags, progress, scratch folder.
+ * @param n Number of Bench objects.
+ * @param command Builds the contender's command from the kubeconfig path.
+ * @param name The contender's name.
+ * @returns The measurements.
+ */
+export function runConverge(
+  ctx: RunContext,
+  n: number,
+  command: (kubeconfig: string) => Command,
+  name: string,
+): Promise<ConvergeRun> {
+  return withCluster(ctx, async (cp) => {
+    using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+    await installWorkload(admin);
+    await createBenches(admin, n);
+    await using watch = await new ConvergeWatch(admin, n).start();
+    await using contender = spawn(name, command(cp.kubeconfigPath));
+    const at = await raceExit(contender, watch.converged, 60_000 + n * 100);
+    const converged = contender.sample();
+    const idle = await contender.settle(500, 30_000);
+    return {
+      wallMs: at - contender.spawnedAt,
+      cpuAtConvergeSec: converged.cpuSeconds,
+      cpuSec: idle.cpuSeconds,
+      peakRssMiB: idle.peakRssKiB / MiB,
+    };
+  });
+}
+
+/** One informer-sync run. */
+export interface InformerRun {
+  /** Objects in the informer's cache after sync. */
+  objects: number;
+  /** From the informer's start until synced, ms (measured in the contender). */
+  syncMs: number;
+  /** From spawning the contender until it reported, ms. */
+  spawnToSyncedMs: number;
+  /** RSS after sync minus before, per object, bytes (after a forced GC). */
+  bytesPerObject: number;
+  /** RSS after sync (after a forced GC), MiB. */
+  rssAfterMiB: number;
+  /** Peak RSS, MiB. */
+  peakRssMiB: number;
+  /** Contender CPU seconds until it reported. */
+  cpuSec: number;
+  /** What the contender said besides (e.g. client-go's list mode). */
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * Informer sync and memory: M ConfigMaps of ~1 KiB exist; the contender starts an informer
+ * over them and reports time to synced and RSS before/after.
+ *
+ * @param ctx Flags, progress, scratch folder.
+ * @param m Number of ConfigMaps.
+ * @param command Builds the contender's command from the kubeconfig path and namespace.
+ * @param name The contender's name.
+ * @returns The measurements.
+ */
+export function runInformer(
+  ctx: RunContext,
+  m: number,
+  command: (kubeconfig: string, namespace: string) => Command,
+  name: string,
+): Promise<InformerRun> {
+  return withCluster(ctx, async (cp) => {
+    using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+    await installWorkload(admin);
+    await createConfigMaps(admin, m);
+    await using contender = spawn(name, command(cp.kubeconfigPath, NAMESPACE));
+    const { line, at } = await contender.waitForLine((l) => l.startsWith("{"), 120_000 + m * 20);
+    const s = contender.sample();
+    const r = JSON.parse(line);
+    const { objects, syncMs, bytesPerObject, rssAfterKiB, rssBeforeKiB: _, ...extra } = r;
+    if (objects !== m) throw new Error(`${name} cached ${objects} ConfigMaps, expected ${m}`);
+    return {
+      objects,
+      syncMs,
+      spawnToSyncedMs: at - contender.spawnedAt,
+      bytesPerObject,
+      rssAfterMiB: rssAfterKiB / MiB,
+      peakRssMiB: s.peakRssKiB / MiB,
+      cpuSec: s.cpuSeconds,
+      ...(Object.keys(extra).length ? { extra } : {}),
+    };
+  });
+}
+
+/** One event-latency run. */
+export interface LatencyRun {
+  /** Writes made. */
+  writes: number;
+  /** Writes whose reconcile start was seen. */
+  matched: number;
+  /** Latency from a write's response to its reconcile start, ms: median, p99, max. */
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** The same from when the write was sent (includes the write's own round trip), ms. */
+  p50FromSendMs: number;
+  p99FromSendMs: number;
+}
+
+/**
+ * Event latency: K converged Bench objects; a writer merge-patches `spec.value` of one of
+ * them (round robin) at a steady rate; latency is the time from each write's response to
+ * the first reconcile start that sees that generation, from the contender's log.
+ *
+ * @param ctx Flags, progress, scratch folder.
+ * @param opts Objects, rate (writes/s) and duration (s).
+ * @param command Builds the operator's command from the kubeconfig and the start-log path.
+ * @param name The contender's name.
+ * @returns The measurements.
+ */
+export function runLatency(
+  ctx: RunContext,
+  opts: { objects: number; rate: number; seconds: number },
+  command: (kubeconfig: string, startsPath: string) => Command,
+  name: string,
+): Promise<LatencyRun> {
+  return withCluster(ctx, async (cp) => {
+    using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+    await installWorkload(admin);
+    await createBenches(admin, opts.objects);
+    const startsPath = `${ctx.tmp}/starts-${name}-${Date.now()}.log`;
+    await using watch = await new ConvergeWatch(admin, opts.objects).start();
+    await using contender = spawn(name, command(cp.kubeconfigPath, startsPath));
+    await raceExit(contender, watch.converged, 120_000);
+
+    const total = Math.round(opts.rate * opts.seconds);
+    const writes: { name: string; generation: number; sent: number; at: number }[] = [];
+    const t0 = performance.now();
+    const inflight: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      // Steady schedule: write i goes out at t0 + i/rate, whatever earlier writes took.
+      const due = t0 + (i * 1000) / opts.rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const target = benchName(i % opts.objects);
+      const sent = performance.timeOrigin + performance.now();
+      inflight.push(
+        admin.patch(Bench, target, { spec: { value: `u-${i}` } }, { namespace: NAMESPACE })
+          .then((b) => {
+            writes.push({
+              name: target,
+              generation: b.metadata.generation!,
+              sent,
+              at: performance.timeOrigin + performance.now(),
+            });
+          }),
+      );
+    }
+    await Promise.all(inflight);
+    await raceExit(contender, watch.current(), 60_000);
+    const code = await contender.stop();
+    if (code !== 0) {
+      throw new Error(`${name} exited with code ${code}: ${await contender.stderrTail()}`);
+    }
+
+    const starts = new Map<string, { generation: number; at: number }[]>();
+    for (const line of (await Deno.readTextFile(startsPath)).split("\n")) {
+      const [n, g, t] = line.split(" ");
+      if (!t) continue;
+      const list = starts.get(n) ?? [];
+      list.push({ generation: Number(g), at: Number(t) });
+      starts.set(n, list);
+    }
+    await Deno.remove(startsPath).catch(() => {});
+    const latencies: number[] = [];
+    const fromSend: number[] = [];
+    for (const w of writes) {
+      const first = starts.get(w.name)?.find((s) => s.generation >= w.generation);
+      if (!first) continue;
+      latencies.push(first.at - w.at);
+      fromSend.push(first.at - w.sent);
+    }
+    const pct = (xs: number[], p: number) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN;
+    };
+    return {
+      writes: writes.length,
+      matched: latencies.length,
+      p50Ms: pct(latencies, 0.5),
+      p99Ms: pct(latencies, 0.99),
+      maxMs: pct(latencies, 1),
+      p50FromSendMs: pct(fromSend, 0.5),
+      p99FromSendMs: pct(fromSend, 0.99),
+    };
+  });
+}
+
+/** One footprint run. */
+export interface FootprintRun {
+  /** From spawn to "ready" (caches synced), ms, with no objects. */
+  startToReadyMs: number;
+  /** Idle RSS with no objects, MiB. */
+  idleRssMiB: number;
+  /** Idle RSS with the objects converged and cached, MiB. */
+  idleRssLoadedMiB: number;
+  /** Objects in the loaded case. */
+  objects: number;
+}
+
+/**
+ * Footprint: start-to-ready and idle RSS of an operator with no objects, then idle RSS of a
+ * fresh one with `objects` Bench objects (and their ConfigMaps) converged and cached.
+ *
+ * @param ctx Flags, progress, scratch folder.
+ * @param objects Objects in the loaded case.
+ * @param command Builds the operator's command from the kubeconfig path.
+ * @param name The contender's name.
+ * @returns The measurements.
+ */
+export async function runFootprint(
+  ctx: RunContext,
+  objects: number,
+  command: (kubeconfig: string) => Command,
+  name: string,
+): Promise<FootprintRun> {
+  const empty = await withCluster(ctx, async (cp) => {
+    using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+    await installWorkload(admin);
+    await using contender = spawn(name, command(cp.kubeconfigPath));
+    const { at } = await contender.waitForLine((l) => l === "ready", 60_000);
+    const idle = await contender.settle(1_000, 30_000);
+    return { startToReadyMs: at - contender.spawnedAt, idleRssMiB: idle.rssKiB / MiB };
+  });
+  const loaded = await withCluster(ctx, async (cp) => {
+    using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+    await installWorkload(admin);
+    await createBenches(admin, objects);
+    await using watch = await new ConvergeWatch(admin, objects).start();
+    await using contender = spawn(name, command(cp.kubeconfigPath));
+    await raceExit(contender, watch.converged, 60_000 + objects * 100);
+    const idle = await contender.settle(1_000, 30_000);
+    return idle.rssKiB / MiB;
+  });
+  return { ...empty, idleRssLoadedMiB: loaded, objects };
+}

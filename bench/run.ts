@@ -1,0 +1,222 @@
+// kubeno's benchmark suite: kubeno against controller-runtime, client-go and
+// @kubernetes/client-node, side by side in one run, each contender on a fresh control plane
+// with the same kube-apiserver flags. See BENCHMARKS.md for the results and what they mean.
+//
+//   deno run -A bench/run.ts            full: N = 2,000, 10,000 ConfigMaps, 3 runs each
+//   deno run -A bench/run.ts --quick    N = 200, 2,000 ConfigMaps, 1 run each (minutes)
+//   deno run -A bench/run.ts --smoke    tiny N, 1 run, no microbenchmarks (CI smoke test)
+//
+// Options: --only=converge,informer,latency,footprint,micro  --reps=N  --out=DIR
+// Full runs write bench/results.json and regenerate the table in BENCHMARKS.md; quick runs
+// write bench/results-quick.json; smoke runs write into a temp folder. Every run prints the
+// table. Nothing here asserts timings.
+import { parseArgs } from "node:util";
+import { KUBERNETES_VERSION } from "../src/_assets.ts";
+import {
+  informerCommand,
+  limitCommand,
+  operatorCommand,
+  type Peers,
+  preparePeers,
+  versions,
+  warmUpKubeno,
+} from "./_peers.ts";
+import {
+  loadAverage,
+  machine,
+  medians,
+  renderMarkdown,
+  type Results,
+  updateMarkdown,
+} from "./_report.ts";
+import {
+  type RunContext,
+  runConverge,
+  runFootprint,
+  runInformer,
+  runLatency,
+} from "./_scenarios.ts";
+import { NAMESPACE } from "./_bench_resource.ts";
+import { compiledSize, microbenchmarks } from "./_micro.ts";
+
+const SCENARIOS = ["converge", "informer", "latency", "footprint", "micro"] as const;
+type Scenario = typeof SCENARIOS[number];
+
+const SIZES = {
+  full: {
+    n: 2_000,
+    m: 10_000,
+    latencyObjects: 100,
+    rate: 20,
+    seconds: 30,
+    footprint: 1_000,
+    reps: 3,
+  },
+  quick: {
+    n: 200,
+    m: 2_000,
+    latencyObjects: 100,
+    rate: 20,
+    seconds: 10,
+    footprint: 1_000,
+    reps: 1,
+  },
+  smoke: { n: 20, m: 100, latencyObjects: 10, rate: 10, seconds: 2, footprint: 20, reps: 1 },
+};
+
+const { values: opts } = parseArgs({
+  args: Deno.args,
+  options: {
+    quick: { type: "boolean", default: false },
+    smoke: { type: "boolean", default: false },
+    only: { type: "string" },
+    reps: { type: "string" },
+    out: { type: "string" },
+  },
+});
+const mode = opts.smoke ? "smoke" : opts.quick ? "quick" : "full";
+const size = { ...SIZES[mode], ...(opts.reps ? { reps: Number(opts.reps) } : {}) };
+const only = new Set<Scenario>(
+  (opts.only?.split(",") ??
+    SCENARIOS.filter((s) => !(mode === "smoke" && s === "micro"))) as Scenario[],
+);
+for (const s of only) {
+  if (!SCENARIOS.includes(s)) {
+    console.error(`Cannot run scenario "${s}": choose from ${SCENARIOS.join(", ")}`);
+    Deno.exit(2);
+  }
+}
+
+const BENCH = new URL(".", import.meta.url).pathname;
+const outDir = opts.out ??
+  (mode === "smoke" ? await Deno.makeTempDir({ prefix: "kubeno-bench-" }) : BENCH);
+const log = (line: string) => console.error(`bench: ${line}`);
+const tmp = await Deno.makeTempDir({ prefix: "kubeno-bench-run-" });
+// The same kube-apiserver flags for every contender (none beyond the test control plane's).
+const ctx: RunContext = { apiServerFlags: [], progress: log, tmp };
+
+const loadBefore = loadAverage();
+log(`${mode} run; 1-minute load average ${loadBefore}; scenarios: ${[...only].join(", ")}`);
+const peers: Peers = await preparePeers(log);
+await warmUpKubeno();
+
+const scenarios: Results["scenarios"] = {};
+
+/** Runs every contender `reps` times, interleaved, so machine noise spreads over all. */
+async function repeat<R>(
+  label: string,
+  contenders: string[],
+  run: (who: string) => Promise<R>,
+): Promise<Record<string, R[]>> {
+  const runs: Record<string, R[]> = Object.fromEntries(contenders.map((c) => [c, []]));
+  for (let rep = 0; rep < size.reps; rep++) {
+    for (const who of contenders) {
+      const t = performance.now();
+      const r = await run(who);
+      runs[who].push(r);
+      log(
+        `${label} ${who} #${rep + 1}: ${JSON.stringify(r)} (${
+          ((performance.now() - t) / 1000).toFixed(1)
+        } s)`,
+      );
+    }
+  }
+  return runs;
+}
+
+const summarize = <R>(runs: Record<string, R[]>) =>
+  Object.fromEntries(
+    Object.entries(runs).map(([who, rs]) => [who, medians(rs as Record<string, unknown>[])]),
+  );
+
+if (only.has("converge")) {
+  const runs = await repeat(
+    "converge",
+    ["kubeno", "controller-runtime", "limit"],
+    (who) =>
+      runConverge(
+        ctx,
+        size.n,
+        (kc) =>
+          who === "limit"
+            ? limitCommand(peers, kc, NAMESPACE)
+            : operatorCommand(who as "kubeno" | "controller-runtime", peers, kc),
+        who,
+      ),
+  );
+  scenarios.converge = { n: size.n, runs, median: summarize(runs) };
+}
+
+if (only.has("informer")) {
+  const runs = await repeat(
+    "informer",
+    ["kubeno", "client-go", "client-node"],
+    (who) =>
+      runInformer(
+        ctx,
+        size.m,
+        (kc, ns) => informerCommand(who as "kubeno" | "client-go" | "client-node", peers, kc, ns),
+        who,
+      ),
+  );
+  scenarios.informer = { m: size.m, runs, median: summarize(runs) };
+}
+
+if (only.has("latency")) {
+  const o = { objects: size.latencyObjects, rate: size.rate, seconds: size.seconds };
+  const runs = await repeat("latency", ["kubeno", "controller-runtime"], (who) =>
+    runLatency(
+      ctx,
+      o,
+      (kc, starts) => operatorCommand(who as "kubeno" | "controller-runtime", peers, kc, starts),
+      who,
+    ));
+  scenarios.latency = { ...o, runs, median: summarize(runs) };
+}
+
+if (only.has("footprint")) {
+  const runs = await repeat("footprint", ["kubeno", "controller-runtime"], (who) =>
+    runFootprint(
+      ctx,
+      size.footprint,
+      (kc) => operatorCommand(who as "kubeno" | "controller-runtime", peers, kc),
+      who,
+    ));
+  scenarios.footprint = {
+    objects: size.footprint,
+    runs,
+    median: summarize(runs),
+    compile: await compiledSize(`${BENCH}kubeno_converge.ts`, tmp),
+  };
+}
+
+if (only.has("micro")) {
+  log("microbenchmarks (deno bench)");
+  scenarios.micro = await microbenchmarks([
+    `${BENCH}workqueue_bench.ts`,
+    `${BENCH}store_bench.ts`,
+    `${BENCH}watch_decode_bench.ts`,
+  ]);
+}
+
+const results: Results = {
+  generatedAt: new Date().toISOString(),
+  command: `deno task bench${mode === "full" ? "" : ` --${mode}`}` +
+    (opts.only ? ` --only=${opts.only}` : "") + (opts.reps ? ` --reps=${opts.reps}` : ""),
+  mode,
+  machine: { ...machine(), loadBefore, loadAfter: loadAverage() },
+  versions: { ...await versions(), kubernetes: KUBERNETES_VERSION },
+  params: { ...size },
+  scenarios,
+};
+const table = renderMarkdown(results);
+const resultsPath = `${outDir}/${mode === "full" ? "results.json" : `results-${mode}.json`}`;
+await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
+if (mode === "full" && !opts.out && !opts.only) {
+  await updateMarkdown(`${BENCH}../BENCHMARKS.md`, table);
+}
+await Deno.remove(tmp, { recursive: true }).catch(() => {});
+console.log(table);
+log(
+  `wrote ${resultsPath}${mode === "full" && !opts.out && !opts.only ? " and BENCHMARKS.md" : ""}`,
+);
