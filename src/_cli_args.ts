@@ -154,7 +154,8 @@ export function splitCommand(
 }
 
 /**
- * Parses a duration such as `90s`, `2m`, `500ms` or `1h`; a bare number is seconds.
+ * Parses a duration in Go's form, as kubebuilder's flags take them: `90s`, `2m`, `500ms`,
+ * `1.5s`, `1h`, or a sequence such as `1m30s`; a bare number is seconds.
  *
  * @param text The duration.
  * @param flag The flag it came from, for the error.
@@ -162,10 +163,16 @@ export function splitCommand(
  * @throws {UsageError} When it is not a duration.
  */
 export function parseDuration(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`Flag "--${flag}" takes a duration such as 60s, not "${text}"`);
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"]!;
-  return Math.round(Number(m[1]) * unit);
+  const t = text.trim();
+  const bad = () => new UsageError(`Flag "--${flag}" takes a duration such as 60s, not "${text}"`);
+  if (/^\d+(?:\.\d+)?$/.test(t)) return Math.round(Number(t) * 1_000);
+  if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(t)) throw bad();
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+  let ms = 0;
+  for (const [, n, u] of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
+    ms += Number(n) * unit[u as keyof typeof unit];
+  }
+  return Math.round(ms);
 }
 
 /**

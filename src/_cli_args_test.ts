@@ -19,6 +19,12 @@ Deno.test("parseFlags: values, =values, switches, -h and --", () => {
   assert.deepEqual(flags, { kubeconfig: "/k", context: "dev", yes: true, help: true });
   assert.deepEqual(positionals, ["x", "--not-a-flag"]);
   assert.deepEqual(parseFlags(["--yes=false"], specs).flags, { yes: false });
+  assert.deepEqual(parseFlags(["--yes=true"], specs).flags, { yes: true });
+  // A switch never takes the next argument as its value, as in Go's flag package.
+  assert.deepEqual(parseFlags(["--yes", "false"], specs), {
+    flags: { yes: true },
+    positionals: ["false"],
+  });
 });
 
 Deno.test("parseFlags: unknown flags, missing values and bad choices are usage errors", () => {
@@ -52,7 +58,13 @@ Deno.test("parseDuration and parseList", () => {
   assert.equal(parseDuration("2m", "t"), 120_000);
   assert.equal(parseDuration("250ms", "t"), 250);
   assert.equal(parseDuration("5", "t"), 5_000);
+  assert.equal(parseDuration("1.5s", "t"), 1_500);
+  assert.equal(parseDuration("1m30s", "t"), 90_000);
+  assert.equal(parseDuration("1h0m0.5s", "t"), 3_600_500);
   assert.throws(() => parseDuration("soon", "timeout"), /Flag "--timeout" takes a duration/);
+  assert.throws(() => parseDuration("5x", "t"), /takes a duration/);
+  assert.throws(() => parseDuration("s", "t"), /takes a duration/);
+  assert.throws(() => parseDuration("", "t"), /takes a duration/);
   assert.deepEqual(parseList(" a, b,,a "), ["a", "b"]);
   assert.deepEqual(parseList(undefined), []);
 });

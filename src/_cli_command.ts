@@ -33,7 +33,14 @@ export interface OperatorDefinition {
   /** The `namespace` option, if set. */
   namespace?: string;
   /** Leader election. */
-  leaderElection: { enabled: boolean; leaseName: string; namespace?: string };
+  leaderElection: {
+    enabled: boolean;
+    leaseName: string;
+    namespace?: string;
+    leaseDurationMs?: number;
+    renewDeadlineMs?: number;
+    retryPeriodMs?: number;
+  };
   /** Extra RBAC rules. */
   rules: readonly PolicyRule[];
 }

@@ -16,7 +16,7 @@ import { manifestsCommand } from "./cmd_manifests.ts";
 import { runCommand } from "./cmd_run.ts";
 import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "./log.ts";
-import type { OperatorOptions } from "./operator_types.ts";
+import type { LeaderElectionOptions, OperatorOptions } from "./operator_types.ts";
 import type { Resource } from "./resource.ts";
 
 const COMMANDS: readonly Command[] = [
@@ -192,7 +192,24 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
       enabled: le === true || (typeof le === "object" && (le.enabled ?? false)),
       leaseName: leOptions.leaseName ?? name,
       namespace: leOptions.namespace,
+      ...durations(name, leOptions),
     },
     rules: [...(options.rules ?? [])],
   };
+}
+
+// Only the durations that were set, each checked here so a typo fails at startup.
+function durations(name: string, o: LeaderElectionOptions): Partial<LeaderElectionOptions> {
+  const out: Partial<LeaderElectionOptions> = {};
+  for (const k of ["leaseDurationMs", "renewDeadlineMs", "retryPeriodMs"] as const) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (!(typeof v === "number" && v > 0 && Number.isFinite(v))) {
+      throw new RangeError(
+        `Cannot define operator "${name}": leaderElection.${k} must be > 0, got "${v}"`,
+      );
+    }
+    out[k] = v;
+  }
+  return out;
 }

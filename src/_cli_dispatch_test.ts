@@ -114,7 +114,14 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
   const s = runSettings(def, { namespace: "ops", "watch-namespace": "a,b" });
   assert.deepEqual(s, {
     watchNamespaces: ["a", "b"],
-    leaderElection: { name: "x-lock", namespace: "ops" },
+    leaderElection: {
+      name: "x-lock",
+      namespace: "ops",
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    },
+    watchStallTimeoutMs: 600_000,
     metricsAddress: ":8080",
     healthAddress: ":8081",
     webhook: undefined,
@@ -128,6 +135,62 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
   assert.equal(off.metricsAddress, undefined);
   assert.equal(off.healthAddress, "127.0.0.1:9000");
   assert.throws(() => runSettings(def, { "metrics-bind-address": "8080" }), /HOST:PORT/);
+
+  const fast = runSettings(def, {
+    "leader-elect-lease-duration": "3s",
+    "leader-elect-renew-deadline": "2s",
+    "leader-elect-retry-period": "500ms",
+    "leader-elect-namespace": "locks",
+    "watch-stall-timeout": "1m30s",
+  });
+  assert.deepEqual(fast.leaderElection, {
+    name: "x-lock",
+    namespace: "locks",
+    leaseDurationMs: 3_000,
+    renewDeadlineMs: 2_000,
+    retryPeriodMs: 500,
+  });
+  assert.equal(fast.watchStallTimeoutMs, 90_000);
+  assert.throws(
+    () => runSettings(def, { "leader-elect-lease-duration": "2s" }),
+    /lease duration > renew deadline/,
+  );
+  assert.throws(
+    () => runSettings(def, { "leader-elect-retry-period": "soon" }),
+    /"--leader-elect-retry-period" takes a duration/,
+  );
+  // Inconsistent durations do not matter without leader election.
+  assert.equal(
+    runSettings(def, { "leader-elect": false, "leader-elect-lease-duration": "1s" })
+      .leaderElection,
+    undefined,
+  );
+
+  assert.throws(
+    () => defineOperator({ name: "z", controllers: [], leaderElection: { retryPeriodMs: 0 } }),
+    (e) => e instanceof RangeError && /leaderElection\.retryPeriodMs must be > 0/.test(e.message),
+  );
+  const timed = defineOperator({
+    name: "y",
+    controllers: [controller],
+    leaderElection: {
+      enabled: true,
+      leaseDurationMs: 4_000,
+      renewDeadlineMs: 3_000,
+      retryPeriodMs: 1_000,
+    },
+  });
+  assert.deepEqual(runSettings(timed, { namespace: "ops" }).leaderElection, {
+    name: "y",
+    namespace: "ops",
+    leaseDurationMs: 4_000,
+    renewDeadlineMs: 3_000,
+    retryPeriodMs: 1_000,
+  });
+  assert.throws(
+    () => runSettings(timed, { namespace: "ops", "leader-elect-renew-deadline": "5s" }),
+    /lease duration > renew deadline/,
+  );
 });
 
 Deno.test("describeError: one line with a hint; stacks only for bugs in debug mode", () => {

@@ -2,8 +2,19 @@
  * `run` (the default command): connects, checks that every controller's kind is served and
  * readable, then runs the controllers in a manager until SIGINT or SIGTERM, and stops
  * gracefully (in-flight reconciles finish; exit code 0). A second signal exits at once with
- * code 1. With leader election, controllers run only while this replica holds the Lease;
- * losing it stops the manager and exits 1 so that the pod restarts as a standby.
+ * code 1.
+ *
+ * With leader election (`--leader-elect`), controllers run only while this replica holds the
+ * Lease; informers run (and `/readyz` passes) on standbys too, so a takeover starts from warm
+ * caches. Losing the Lease exits the process with code 1 at once — without waiting for
+ * in-flight reconciles, since another replica may already be writing — so that the pod
+ * restarts as a standby. A graceful stop drains the controllers first and then releases the
+ * Lease, so a standby takes over within one retry period and never while this replica still
+ * writes.
+ *
+ * Probes (`--health-probe-bind-address`, see `_cli_probes.ts`): `/healthz` checks that the
+ * process answers, no watch is stalled and the renew loop is not wedged; `/readyz` that the
+ * caches synced.
  *
  * Watch scope: `--watch-namespace a,b`, else the `WATCH_NAMESPACE` environment variable, else
  * all namespaces. `POD_NAMESPACE` (set by the generated Deployment) is the operator's own
@@ -13,9 +24,18 @@
  * @module
  */
 import { isNotFound } from "./api_error.ts";
-import { EXIT, type Flags, type FlagSpec, parseList, UsageError } from "./_cli_args.ts";
+import {
+  EXIT,
+  type Flags,
+  type FlagSpec,
+  parseDuration,
+  parseList,
+  UsageError,
+} from "./_cli_args.ts";
 import { operatorMetrics } from "./_cli_metrics.ts";
 import { parseBindAddress } from "./_http_server.ts";
+import { operatorProbes } from "./_cli_probes.ts";
+import { serveProbes } from "./health.ts";
 import {
   type Command,
   type CommandContext,
@@ -25,7 +45,7 @@ import {
   operatorNamespace,
 } from "./_cli_command.ts";
 import type { Client } from "./client.ts";
-import { leaderElector } from "./leader_election.ts";
+import { type LeaderElectionEnd, leaderElector } from "./leader_election.ts";
 import { createManager, type LeaderElectionContext } from "./manager.ts";
 import { getLogger } from "./log.ts";
 import { serveMetrics } from "./metrics.ts";
@@ -43,6 +63,24 @@ const FLAGS: readonly FlagSpec[] = [
     type: "string",
     valueName: "NS",
     description: "Namespace of the Lease (default: the operator's namespace)",
+  },
+  {
+    name: "leader-elect-lease-duration",
+    type: "string",
+    valueName: "DURATION",
+    description: "How long a standby waits for a silent leader before taking over (default: 15s)",
+  },
+  {
+    name: "leader-elect-renew-deadline",
+    type: "string",
+    valueName: "DURATION",
+    description: "How long the leader retries renewing before it gives up (default: 10s)",
+  },
+  {
+    name: "leader-elect-retry-period",
+    type: "string",
+    valueName: "DURATION",
+    description: "Time between attempts to acquire or renew the Lease (default: 2s)",
   },
   {
     name: "watch-namespace",
@@ -65,6 +103,14 @@ const FLAGS: readonly FlagSpec[] = [
     description: "Address of /healthz and /readyz; 0 disables",
   },
   {
+    name: "watch-stall-timeout",
+    type: "string",
+    valueName: "DURATION",
+    default: "10m",
+    description:
+      "/healthz fails when a synced watch receives nothing for this long (a watch restarts itself after 5m)",
+  },
+  {
     name: "webhook-port",
     type: "string",
     valueName: "PORT",
@@ -83,8 +129,16 @@ const FLAGS: readonly FlagSpec[] = [
 export interface RunSettings {
   /** Namespaces to watch; empty for all. */
   watchNamespaces: string[];
-  /** The Lease to hold, or undefined without leader election. */
-  leaderElection?: { name: string; namespace: string };
+  /** The Lease to hold and the election's timing, or undefined without leader election. */
+  leaderElection?: {
+    name: string;
+    namespace: string;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
+  /** How long a synced watch may be silent before `/healthz` fails. */
+  watchStallTimeoutMs: number;
   /** Where to serve `/metrics` (`:8080`, `127.0.0.1:8080`), or undefined when disabled. */
   metricsAddress?: string;
   /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
@@ -99,10 +153,15 @@ export interface RunSettings {
  * @param def The operator.
  * @param flags The parsed flags.
  * @returns The settings.
- * @throws {UsageError} For a malformed address or port.
+ * @throws {UsageError} For a malformed address, port or duration, or leader-election
+ * durations that do not satisfy lease duration > renew deadline > 1.2 × retry period.
  */
 export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings {
   const str = (name: string) => typeof flags[name] === "string" ? flags[name] as string : undefined;
+  const duration = (name: string, fallback: number) => {
+    const v = str(name);
+    return v === undefined ? fallback : parseDuration(v, name);
+  };
   const elect = typeof flags["leader-elect"] === "boolean"
     ? flags["leader-elect"]
     : def.leaderElection.enabled;
@@ -110,15 +169,34 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new UsageError(`Flag "--webhook-port" takes a port number, not "${str("webhook-port")}"`);
   }
+  const d = def.leaderElection;
+  const lease = duration("leader-elect-lease-duration", d.leaseDurationMs ?? 15_000);
+  const renew = duration("leader-elect-renew-deadline", d.renewDeadlineMs ?? 10_000);
+  const retry = duration("leader-elect-retry-period", d.retryPeriodMs ?? 2_000);
+  if (elect && !(lease > renew && renew > 1.2 * retry && retry > 0)) {
+    throw new UsageError(
+      `Leader election needs lease duration > renew deadline > 1.2 × retry period, got ` +
+        `"--leader-elect-lease-duration=${lease}ms", "--leader-elect-renew-deadline=${renew}ms", ` +
+        `"--leader-elect-retry-period=${retry}ms"`,
+    );
+  }
+  const watchStallTimeoutMs = duration("watch-stall-timeout", 600_000);
+  if (!(watchStallTimeoutMs > 0)) {
+    throw new UsageError(`Flag "--watch-stall-timeout" takes a positive duration`);
+  }
   return {
     watchNamespaces: parseList(str("watch-namespace") ?? env("WATCH_NAMESPACE")),
     leaderElection: elect
       ? {
-        name: def.leaderElection.leaseName,
-        namespace: str("leader-elect-namespace") ?? def.leaderElection.namespace ??
+        name: d.leaseName,
+        namespace: str("leader-elect-namespace") ?? d.namespace ??
           operatorNamespace({ def, flags }),
+        leaseDurationMs: lease,
+        renewDeadlineMs: renew,
+        retryPeriodMs: retry,
       }
       : undefined,
+    watchStallTimeoutMs,
     metricsAddress: bindAddress(str("metrics-bind-address") ?? ":8080", "metrics-bind-address"),
     healthAddress: bindAddress(
       str("health-probe-bind-address") ?? ":8081",
@@ -147,7 +225,15 @@ starting it checks that each controller's kind is installed and readable.
 
 The operator's namespace (for the Lease) is --namespace, else POD_NAMESPACE, else
 <name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else all namespaces;
-POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) for that).`,
+POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) for that).
+
+With --leader-elect, controllers run only while this replica holds the Lease named after
+the operator (in --leader-elect-namespace, else the operator's namespace). Losing the Lease
+exits at once with 1; a graceful stop drains the controllers, then releases the Lease so a
+standby takes over within one retry period. Durations take Go's form: 15s, 500ms, 1m30s.
+
+/healthz fails when a watch is stalled or the Lease renewals are wedged; /readyz passes
+once the caches have synced (standbys included).`,
   flags: FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
@@ -168,31 +254,57 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
     const sigs: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
     for (const s of sigs) Deno.addSignalListener(s, onSignal);
 
-    let elected: Promise<unknown> | undefined;
     const le = settings.leaderElection;
+    // The elector runs on its own signal, not the manager's: on a graceful stop the Lease is
+    // released only after the controllers drained, so that the standby never writes while
+    // this replica still does.
+    const electorStop = new AbortController();
+    let campaign: Promise<LeaderElectionEnd> | undefined;
+    const elector = le
+      ? leaderElector({
+        client,
+        name: le.name,
+        namespace: le.namespace,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        metrics: metrics.leaderElection(le.name),
+        onStoppedLeading: (reason) => {
+          if (reason !== "lost") return;
+          // No fencing: another replica may hold the Lease already. Stop writing now, not
+          // after in-flight reconciles finish, and let the pod restart as a standby.
+          log.error("Lost the Lease {lease}; exiting so that this replica restarts", {
+            lease: `${le.namespace}/${le.name}`,
+          });
+          ctx.err(`${ctx.def.name}: Lost the Lease "${le.namespace}/${le.name}"; exiting`);
+          Deno.exit(EXIT.failure);
+        },
+      })
+      : undefined;
     const manager = createManager({
       client,
       controllers: ctx.def.controllers,
       namespaces: settings.watchNamespaces.length ? settings.watchNamespaces : undefined,
       metrics: metrics.manager,
-      leaderElection: le
+      leaderElection: elector
         ? (lc: LeaderElectionContext) => {
-          const elector = leaderElector({
-            client: lc.client,
-            name: le.name,
-            namespace: le.namespace,
-            metrics: metrics.leaderElection(le.name),
-            onStoppedLeading: (reason) => {
-              if (reason === "lost") {
-                lc.lost(new Error(`Lost the Lease "${le.namespace}/${le.name}"`));
-              }
-            },
-          });
-          elected = elector.run(lc.signal);
+          campaign = elector.run(electorStop.signal);
+          // Shutting down before winning: stop campaigning. Once leading, the Lease is
+          // released after the manager stopped (below).
+          lc.signal.addEventListener("abort", () => {
+            if (!elector.isLeader) electorStop.abort();
+          }, { once: true });
           return elector.elected;
         }
         : undefined,
     });
+    const probes = operatorProbes({
+      informers: () => manager.informers?.all(),
+      stopping: () => stop.signal.aborted,
+      elector: () => elector,
+      watchStallTimeoutMs: settings.watchStallTimeoutMs,
+    });
+    // Seam for the webhook server: `probes.addReadyz("webhook", check)` before serving.
     const served = new AbortController();
     try {
       if (settings.metricsAddress) {
@@ -202,16 +314,24 @@ POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) 
         });
         log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
       }
+      if (settings.healthAddress) {
+        const endpoint = await serveProbes(probes, {
+          address: settings.healthAddress,
+          signal: served.signal,
+        });
+        log.info("Serving probes at {url}healthz and {url}readyz", { url: endpoint?.url });
+      }
       log.info("Starting {name} {version} with {count} controllers", {
         name: ctx.def.name,
         version: ctx.def.version,
         count: ctx.def.controllers.length,
       });
       await manager.start(stop.signal);
-      // The elector releases the Lease after the manager stopped; let that write finish.
-      await elected;
       return EXIT.ok;
     } finally {
+      // The manager has stopped and its controllers drained: now hand the Lease over.
+      electorStop.abort();
+      await campaign?.catch(() => {});
       served.abort();
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
     }

@@ -334,7 +334,14 @@ export class ControllerRuntime<T extends KubeObject> {
       return;
     }
     const c = this.controller;
-    const log = this.#log.with({ controller: c.name, key, reconcileId: crypto.randomUUID() });
+    // controller-runtime's reconcile log fields, so log queries carry over.
+    const log = this.#log.with({
+      controller: c.name,
+      namespace: obj.metadata.namespace ?? "",
+      name: obj.metadata.name,
+      reconcileID: crypto.randomUUID(),
+      key,
+    });
     const ctx = reconcileContext({
       controller: c,
       client: this.#client,

@@ -46,7 +46,7 @@ export interface InformerQuery<T> extends WatchQuery {
  * await using informers = new InformerFactory({ client });
  * const a = informers.for(ConfigMap, { namespace: "default" });
  * const b = informers.for(ConfigMap, { namespace: "default" });
- * if (a !== b || informers.size !== 1) throw new Error();
+ * if (a !== b || informers.size !== 1 || [...informers.all()][0] !== a) throw new Error();
  * informers.start();
  * await informers.synced();
  * ```
@@ -75,6 +75,16 @@ export class InformerFactory implements AsyncDisposable {
    */
   get size(): number {
     return this.#informers.size;
+  }
+
+  /**
+   * Every informer handed out so far, including those asked for after `start()`; read it
+   * at each use (e.g. each health probe) to see informers created later.
+   *
+   * @returns The informers, in the order they were created.
+   */
+  all(): IterableIterator<Informer<any>> {
+    return this.#informers.values();
   }
 
   /**

@@ -65,6 +65,7 @@ export interface Operator {
  * @returns The operator; call `main()`.
  * @throws {TypeError} When `name` is not a DNS label, two controllers share a name, or two
  * different resources have the same CRD name.
+ * @throws {RangeError} When a leader-election duration is not a positive number.
  *
  * @example An operator's entry point
  * ```ts ignore

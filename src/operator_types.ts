@@ -75,9 +75,27 @@ export interface LeaderElectionOptions {
   leaseName?: string;
   /**
    * Namespace of the Lease.
-   * @default the operator's namespace
+   * @default `--leader-elect-namespace`, else the operator's namespace
    */
   namespace?: string;
+  /**
+   * How long a standby waits without seeing the Lease renewed before it takes over; flag
+   * `--leader-elect-lease-duration` overrides it.
+   * @default 15_000
+   */
+  leaseDurationMs?: number;
+  /**
+   * How long the leader retries a failed renewal before it stops leading (and exits); flag
+   * `--leader-elect-renew-deadline` overrides it.
+   * @default 10_000
+   */
+  renewDeadlineMs?: number;
+  /**
+   * Time between attempts to acquire or renew; a graceful stop hands over in about this
+   * long. Flag `--leader-elect-retry-period` overrides it.
+   * @default 2_000
+   */
+  retryPeriodMs?: number;
 }
 
 /** Options of `operator()`. */

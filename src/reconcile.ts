@@ -102,7 +102,8 @@ export interface ReconcileContext<T extends KubeObject> {
   readonly client: Client;
   /**
    * A logger (category `["kubeno", "controller", name]`) whose properties carry the
-   * `controller` name, the object's `key` and a `reconcileId` unique to this call.
+   * `controller` name, the object's `namespace` (empty when cluster-scoped), `name` and
+   * `key`, and a `reconcileID` unique to this call (controller-runtime's field names).
    */
   readonly log: Logger;
   /** Records core/v1 Events, shown by `kubectl describe`; never throws. */
