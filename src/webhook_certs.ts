@@ -30,6 +30,7 @@ import { patchCaBundle } from "./webhook_register.ts";
 const log = getLogger(["kubeno", "webhook"]);
 const RENEW_AT = "kubeno.dev/renew-at";
 const SERVE_AFTER = "kubeno.dev/serve-after";
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A serving certificate with the CAs clients should trust. */
 export interface WebhookCertificate {
@@ -182,10 +183,14 @@ export class SelfManagedCertificates implements CertificateSource, AsyncDisposab
 
   #after(ms: number, fn: () => void): void {
     if (this.#closed) return;
+    // Timers overflow past 2^31-1 ms (about 24.8 days): wait in steps.
+    const step = Math.min(Math.max(0, ms), MAX_TIMER_MS);
     const id = this.#clock.setTimeout(() => {
       this.#timers.delete(id);
-      if (!this.#closed) fn();
-    }, Math.max(0, ms));
+      if (this.#closed) return;
+      if (ms > MAX_TIMER_MS) this.#after(ms - MAX_TIMER_MS, fn);
+      else fn();
+    }, step);
     this.#timers.add(id);
   }
 

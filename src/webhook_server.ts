@@ -136,9 +136,12 @@ export class WebhookServer implements AsyncDisposable {
    */
   shutdown(): Promise<void> {
     this.#closing ??= (async () => {
-      await new Promise<void>((resolve) => this.#tls.close(() => resolve()));
+      // close() stops listening at once but calls back only when every connection is gone;
+      // the API server keeps idle keep-alive connections open, so they are ended here.
+      const closed = new Promise<void>((resolve) => this.#tls.close(() => resolve()));
       await this.#http.shutdown().catch(() => {});
       for (const s of this.#sockets) s.destroy();
+      await closed;
       await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
     })();
     return this.#closing;
