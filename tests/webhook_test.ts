@@ -77,8 +77,7 @@ function peerFingerprint(port: number, ca: string): Promise<string> {
 }
 
 async function installCrd(client: Client): Promise<void> {
-  // crd.ts and kinds_cluster.ts disagree on the CRD type (JSONSchemaProps has no index signature).
-  await client.create(CustomResourceDefinition, Myapp.crd() as never);
+  await client.create(CustomResourceDefinition, Myapp.crd());
   await waitFor(async () => {
     const crd = await client.get(CustomResourceDefinition, "myapps.apps.kubeno.dev");
     return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
