@@ -332,3 +332,64 @@ export {
   redact,
   resetLogging,
 } from "./src/log.ts";
+export {
+  type Admission,
+  admission,
+  type AdmissionContext,
+  AdmissionDenied,
+  type AdmissionOptions,
+  type ValidatedOperation,
+  type ValidationResult,
+  type WebhookEndpoint,
+} from "./src/admission.ts";
+export {
+  type AdmissionOperation,
+  type AdmissionRequest,
+  type AdmissionResponse,
+  type AdmissionReview,
+  type GroupVersionKind,
+  parseAdmissionReview,
+  type ParsedReview,
+  reviewOf,
+  type UserInfo,
+} from "./src/admission_review.ts";
+export { type RunningWebhooks, serveWebhooks, type ServeWebhooksOptions } from "./src/webhook.ts";
+export {
+  checkCertificate,
+  startWebhookServer,
+  type TlsCertificate,
+  type WebhookServer,
+  type WebhookServerOptions,
+} from "./src/webhook_server.ts";
+export {
+  type CertificateSource,
+  type SelfManagedCertificates,
+  selfManagedCertificates,
+  type SelfManagedCertificatesOptions,
+  type WebhookCertificate,
+} from "./src/webhook_certs.ts";
+export {
+  type CertificateDir,
+  type CertificateDirOptions,
+  readCertificateDir,
+  watchCertificateDir,
+} from "./src/webhook_cert_dir.ts";
+export {
+  type WebhookConfigurationOptions,
+  type WebhookConfigurations,
+  webhookConfigurations,
+  webhookManifests,
+  type WebhookManifestsOptions,
+  webhookService,
+  type WebhookServiceOptions,
+  type WebhookSpec,
+  type WebhookTarget,
+} from "./src/webhook_manifests.ts";
+export {
+  patchCaBundle,
+  readCaBundle,
+  registerWebhooks,
+  type RegisterWebhooksOptions,
+  unregisterWebhooks,
+} from "./src/webhook_register.ts";
+export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook_handler.ts";
