@@ -138,6 +138,16 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     scoped: watch.length > 0,
     extraRules: init.rules,
   });
+  if (webhooks.length) {
+    // The webhook server patches caBundle into its own configurations (named after the
+    // operator) at start-up and on certificate renewal; cluster-scoped, so a ClusterRole.
+    rbac.cluster.push({
+      apiGroups: ["admissionregistration.k8s.io"],
+      resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+      resourceNames: [name],
+      verbs: ["get", "patch", "update"],
+    });
+  }
   const subjects = [{ kind: "ServiceAccount", name, namespace }];
   const rbacObjects: KubeObject[] = [];
   if (rbac.cluster.length) {

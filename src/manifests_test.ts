@@ -133,4 +133,10 @@ Deno.test("operatorManifests with webhooks: Service, port, merged configurations
   assert(c.args.includes("--webhook-port=9443"));
   assert(c.ports.some((p: { name: string }) => p.name === "webhook"));
   assert(find(m.rbac, "Role", "widget-operator-webhook"));
+  // caBundle patching of its own configurations only, by name.
+  const caRule = find(m.rbac, "ClusterRole").rules.find((r: { apiGroups: string[] }) =>
+    r.apiGroups[0] === "admissionregistration.k8s.io"
+  );
+  assert.deepEqual(caRule.resourceNames, ["widget-operator"]);
+  assert.deepEqual(caRule.verbs, ["get", "patch", "update"]);
 });
