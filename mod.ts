@@ -393,3 +393,4 @@ export {
   unregisterWebhooks,
 } from "./src/webhook_register.ts";
 export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook_handler.ts";
+export { fromYaml, toYaml } from "./src/yaml.ts";
