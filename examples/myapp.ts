@@ -71,6 +71,7 @@ export const Myapp = defineResource({
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
     { name: "Replicas", type: "integer", jsonPath: ".spec.replicas" },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
   ],
 });
 

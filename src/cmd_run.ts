@@ -49,6 +49,9 @@ import { type LeaderElectionEnd, leaderElector } from "./leader_election.ts";
 import { createManager, type LeaderElectionContext } from "./manager.ts";
 import { getLogger } from "./log.ts";
 import { serveMetrics } from "./metrics.ts";
+import type { Admission } from "./admission.ts";
+import type { OperatorWebhook } from "./operator_types.ts";
+import { type RunningWebhooks, serveWebhooks } from "./webhook.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -304,9 +307,31 @@ once the caches have synced (standbys included).`,
       elector: () => elector,
       watchStallTimeoutMs: settings.watchStallTimeoutMs,
     });
-    // Seam for the webhook server: `probes.addReadyz("webhook", check)` before serving.
     const served = new AbortController();
+    let webhooks: RunningWebhooks | undefined;
     try {
+      if (settings.webhook) {
+        // Outside a cluster (local development, tests) the server listens on loopback and
+        // registers URL-based configurations, as envtest does; inside, the Service does.
+        const local = !env("KUBERNETES_SERVICE_HOST");
+        webhooks = await serveWebhooks(client, ctx.def.webhooks.filter(isAdmission), {
+          name: ctx.def.name,
+          namespace: operatorNamespace(ctx),
+          port: settings.webhook.port,
+          certDir: settings.webhook.certPath,
+          local,
+          signal: served.signal,
+        });
+        const serving = webhooks;
+        probes.addReadyz("webhook", () => {
+          if (serving.server.port <= 0) throw new Error("Webhook server is not listening");
+        });
+        log.info("Serving admission webhooks at https://{host}:{port} ({mode})", {
+          host: local ? "127.0.0.1" : "0.0.0.0",
+          port: webhooks.server.port,
+          mode: local ? "registered by URL for local development" : "behind the Service",
+        });
+      }
       if (settings.metricsAddress) {
         const endpoint = await serveMetrics(metrics.registry, {
           address: settings.metricsAddress,
@@ -332,6 +357,7 @@ once the caches have synced (standbys included).`,
       // The manager has stopped and its controllers drained: now hand the Lease over.
       electorStop.abort();
       await campaign?.catch(() => {});
+      await webhooks?.close().catch(() => {});
       served.abort();
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
     }
@@ -358,4 +384,10 @@ async function preflight(
       }
     }
   }
+}
+
+/** Webhooks from `admission()` are served by the operator; others only add manifests. */
+function isAdmission(w: OperatorWebhook): w is Admission {
+  const a = w as Partial<Admission>;
+  return typeof a.mutate === "function" && typeof a.validate === "function" && !!a.resource;
 }
