@@ -90,6 +90,7 @@ const stop = async () => {
   await operatorProcess.status;
   client.close();
   await cp.stop();
+  say("stopped");
   Deno.exit(0);
 };
 Deno.addSignalListener("SIGINT", stop);
