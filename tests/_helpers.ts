@@ -1,5 +1,6 @@
 // Shared helpers for tests against the real control plane. Wait on conditions with
 // deadlines; never sleep a fixed time to let things settle.
+import type { WatchClient } from "../src/watch.ts";
 
 /** Options of {@linkcode waitFor}. */
 export interface WaitForOptions {
@@ -78,4 +79,67 @@ export async function mapConcurrent<I, O>(
 /** A fresh namespace name for one test. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** One watch request seen by a {@linkcode recordingClient}. */
+export interface RecordedWatch {
+  /** The request's options, without the signal. */
+  options: Record<string, unknown>;
+  /** Events the server delivered on it. */
+  events: number;
+  /** The resourceVersion of the last event it delivered. */
+  lastResourceVersion?: string;
+}
+
+/**
+ * Wraps a real client to record the list and watch requests sent through it, and to run
+ * `before*` hooks (e.g. a real fault such as compaction) before a request is sent. Every
+ * request still goes to the real API server.
+ *
+ * @param inner The real client.
+ * @param hooks Called before the n-th (1-based) list or watch request is sent.
+ * @returns The wrapping client and what it recorded.
+ */
+export function recordingClient(
+  inner: WatchClient,
+  hooks: {
+    beforeList?(options: { continue?: string }, n: number): Promise<void> | void;
+    beforeWatch?(n: number): Promise<void> | void;
+  } = {},
+) {
+  const lists: Record<string, unknown>[] = [];
+  const watches: RecordedWatch[] = [];
+  let open = 0;
+  const client: WatchClient = {
+    async list(res, options) {
+      lists.push({ ...options, signal: undefined });
+      await hooks.beforeList?.(options, lists.length);
+      return await inner.list(res, options);
+    },
+    async *watchEvents(res, options) {
+      const rec: RecordedWatch = { options: { ...options, signal: undefined }, events: 0 };
+      watches.push(rec);
+      await hooks.beforeWatch?.(watches.length);
+      open++;
+      try {
+        for await (const ev of inner.watchEvents(res, options)) {
+          rec.events++;
+          rec.lastResourceVersion = ev.object.metadata?.resourceVersion ?? rec.lastResourceVersion;
+          yield ev;
+        }
+      } finally {
+        open--;
+      }
+    },
+    resetConnections: () => inner.resetConnections?.(),
+  };
+  return {
+    client,
+    lists,
+    watches,
+    /** Watch requests open now. */
+    get openWatches(): number {
+      return open;
+    },
+  };
 }

@@ -1,4 +1,6 @@
-// kubeno's client against a real kube-apiserver + etcd on loopback (one per file).
+// kubeno's client against a real kube-apiserver + etcd on loopback (one per file): every
+// operation, what it sends (field manager, dry run, force, delete options) as the server
+// shows it, errors, and watches the server itself counts as closed.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import {
@@ -165,6 +167,11 @@ Deno.test("client against a real API server", async (t) => {
     });
     assert.equal(created.kind, "ConfigMap");
     assert.ok(created.metadata.uid);
+    assert.deepEqual(
+      created.metadata.managedFields?.map((m) => m.manager),
+      ["kubeno-test"],
+      "the client's fieldManager",
+    );
     const dup = await client.create(ConfigMap, { metadata: { name: "cm1" } }).catch((e) => e);
     assert.ok(isAlreadyExists(dup), String(dup));
 
@@ -213,11 +220,13 @@ Deno.test("client against a real API server", async (t) => {
     }).catch((e) => e);
     assert.ok(isConflict(wrongUid), String(wrongUid));
     assert.ok(await client.get(ConfigMap, "cm1"));
-    await client.delete(ConfigMap, "cm1", {
+    // The server answers a ConfigMap's deletion with a Status, not the object.
+    const deleted = await client.delete(ConfigMap, "cm1", {
       preconditions: { uid: created.metadata.uid },
       propagationPolicy: "Background",
       gracePeriodSeconds: 0,
     });
+    assert.equal(deleted, undefined);
     const gone = await client.get(ConfigMap, "cm1").catch((e) => e);
     assert.ok(isNotFound(gone));
     assert.equal(
@@ -293,7 +302,10 @@ Deno.test("client against a real API server", async (t) => {
     assert.equal(withStatus.spec?.replicas, 2);
     const s = await client.getStatus(Deployment, "web");
     assert.equal(s.status?.observedGeneration, dep.metadata.generation);
-    await client.delete(Deployment, "web", { propagationPolicy: "Foreground" });
+    // Not deleted at once: the server answers with the object, finalizer added.
+    const deleting = await client.delete(Deployment, "web", { propagationPolicy: "Foreground" });
+    assert.ok(deleting?.metadata.deletionTimestamp);
+    assert.ok(deleting.metadata.finalizers?.includes("foregroundDeletion"));
   });
 
   await t.step("a CRD installed through the client becomes Established", async () => {
@@ -401,6 +413,63 @@ Deno.test("client against a real API server", async (t) => {
     },
   );
 
+  /** Watches of widgets open in kube-apiserver, by its own gauge. */
+  const serverWidgetWatches = async (): Promise<number> => {
+    const { body } = await cp.request("GET", "/metrics");
+    return String(body).split("\n")
+      .filter((l) =>
+        l.startsWith("apiserver_longrunning_requests{") && l.includes('resource="widgets"') &&
+        l.includes('verb="WATCH"')
+      )
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  };
+  const noWidgetWatchLeft = (what: string) =>
+    until(what, async () => (await serverWidgetWatches()) === 0);
+
+  await t.step(
+    "watchEvents closes the server's watch on break, on abort and at the server's timeout",
+    async () => {
+      await noWidgetWatchLeft("no widget watch before");
+      await client.create(Widget, { metadata: { name: "wa" }, spec: { size: 1 } });
+      const signal = AbortSignal.timeout(30_000);
+      for await (const ev of client.watchEvents(Widget, { namespace: "default", signal })) {
+        assert.equal(ev.type, "ADDED");
+        await until(
+          "the server to count the watch",
+          async () => (await serverWidgetWatches()) === 1,
+        );
+        break;
+      }
+      await noWidgetWatchLeft("the server to close the watch left by break");
+
+      const ac = new AbortController();
+      const reason = new Error("stop");
+      await assert.rejects(
+        (async () => {
+          for await (const _ of client.watchEvents(Widget, { signal: ac.signal })) {
+            await until(
+              "the server to count the watch",
+              async () => (await serverWidgetWatches()) === 1,
+            );
+            ac.abort(reason);
+          }
+        })(),
+        (e) => e === reason,
+      );
+      await noWidgetWatchLeft("the server to close the aborted watch");
+
+      const events = await Array.fromAsync(
+        client.watchEvents(Widget, { namespace: "default", timeoutSeconds: 1, signal }),
+      );
+      assert.deepEqual(
+        events.map((e) => e.type === "ADDED" ? `ADDED ${e.object.metadata.name}` : e.type),
+        ["ADDED wa"],
+      );
+      await noWidgetWatchLeft("the server to close the timed-out watch");
+      await client.delete(Widget, "wa");
+    },
+  );
+
   await t.step("a server-side timeout ends the stream", async () => {
     const events = [];
     for await (
@@ -452,6 +521,10 @@ Deno.test("client against a real API server", async (t) => {
     assert.equal(err.code, 403);
     assert.ok(!err.message.includes("\n"));
     assert.match(err.message, /^Cannot list configmaps in namespace "default": Forbidden: .*alice/);
+    await assert.rejects(
+      Array.fromAsync(alice.watchEvents(ConfigMap, { namespace: "default" })),
+      (e) => e instanceof ApiError && e.code === 403 && e.target.verb === "watch",
+    );
   });
 
   await t.step("an unreachable server gives a one-line ConnectionError naming it", async () => {

@@ -1,7 +1,7 @@
 // Controllers against a real kube-apiserver: a CRD-backed controller owning ConfigMaps
 // converges 500 objects, owned changes re-trigger the owner, predicates filter, finalizers
 // gate deletion, conflicts and errors retry with per-key backoff, terminal errors do not,
-// and no key is ever reconciled twice at once. One control plane for the file; each step
+// no key is ever reconciled twice at once, and a bare ControllerRuntime maps events to keys. One control plane for the file; each step
 // runs its own manager scoped to its own namespace.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
@@ -12,7 +12,9 @@ import { ConfigMap, Event, Secret } from "../src/kinds.ts";
 import { createManager, type ManagerOptions } from "../src/manager.ts";
 import { deletionStarted, generationChanged, or } from "../src/predicates.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../src/rate_limiter.ts";
-import { reconcile, TerminalError } from "../src/reconcile.ts";
+import { reconcile, requeue, TerminalError } from "../src/reconcile.ts";
+import { ControllerRuntime } from "../src/controller.ts";
+import { InformerFactory } from "../src/informer_factory.ts";
 import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
 
@@ -383,6 +385,98 @@ Deno.test("controllers against a real API server", async (t) => {
       await m.stop();
     }
   });
+
+  await t.step(
+    "ControllerRuntime: after sync only; controller references of its kind; gone keys skipped; requeue; stop",
+    async () => {
+      const ns = await createNamespace(client, uniqueName("runtime"));
+      const a = await client.create(Stack, stackObj("a", ns, "1"));
+      const b = await client.create(Stack, stackObj("b", ns, "1"));
+      const seen: string[] = [];
+      let gate = Promise.resolve();
+      let requeues = 0;
+      const controller = reconcile(Stack, {
+        name: "stack-runtime",
+        owns: [ConfigMap],
+        watches: [{
+          resource: Secret,
+          map: (s) =>
+            s.metadata.labels?.stack ? [{ name: s.metadata.labels.stack, namespace: ns }] : [],
+        }],
+        async reconcile(s) {
+          seen.push(s.metadata.name!);
+          if (s.metadata.annotations?.requeue && requeues++ === 0) return requeue(1);
+          await gate;
+        },
+      });
+      await using informers = new InformerFactory({ client });
+      const runtime = new ControllerRuntime(controller, { client, informers, namespaces: [ns] });
+      assert.equal(runtime.informers.length, 3);
+      informers.start();
+      await waitFor(() => runtime.queue.len() === 2, { what: "the initial list to be queued" });
+      assert.deepEqual(seen, [], "reconciled before start");
+      await runtime.start();
+      await waitFor(() => seen.length === 2, { what: "the initial reconciles" });
+
+      const ref = (
+        owner: { metadata: { name?: string; uid?: string } },
+        kind: string,
+        controller: boolean,
+      ) => ({
+        apiVersion: kind === "Stack" ? "ctl.kubeno.dev/v1" : "apps/v1",
+        kind,
+        name: owner.metadata.name!,
+        uid: owner.metadata.uid!,
+        controller,
+      });
+      const child = (name: string, ownerReferences: ReturnType<typeof ref>[]) =>
+        client.create(ConfigMap, { metadata: { name, namespace: ns, ownerReferences } });
+      // Not mapped: b's non-controller reference, and a controller of another kind named b.
+      // The ConfigMap informer hands them over before c1, and one worker takes keys in order.
+      await child("c2", [ref(b, "Stack", false)]);
+      await child("c3", [ref(b, "Deployment", true)]);
+      await child("c1", [ref(a, "Stack", true)]);
+      await waitFor(() => seen.length === 3, { what: "the owned ConfigMap to trigger a" });
+      assert.equal(seen[2], "a");
+      await client.create(Secret, {
+        metadata: { name: "for-b", namespace: ns, labels: { stack: "b" } },
+      });
+      await waitFor(() => seen.length === 4, { what: "the watched Secret to trigger b" });
+      assert.equal(seen[3], "b");
+
+      // b is queued while a is being reconciled, and deleted before a worker takes it.
+      let release!: () => void;
+      gate = new Promise((r) => release = r);
+      await client.patch(Stack, "a", { spec: { value: "2" } }, { namespace: ns });
+      await waitFor(() => seen.length === 5, { what: "a to be reconciled" });
+      const stacks = informers.for(Stack, { namespace: ns });
+      await client.delete(Stack, "b", { namespace: ns });
+      await waitFor(() => !stacks.get({ name: "b", namespace: ns }) && runtime.queue.len() === 1, {
+        what: "b to be gone from the cache and queued",
+      });
+      release();
+      // A requeue: a runs again without any change.
+      await client.patch(Stack, "a", { metadata: { annotations: { requeue: "once" } } }, {
+        namespace: ns,
+      });
+      await waitFor(() => seen.length === 7, { what: "a's change and its requeue" });
+      assert.deepEqual(seen.slice(4), ["a", "a", "a"], "b was reconciled after its deletion");
+      assert.equal(requeues, 2);
+
+      assert.ok(runtime.running);
+      assert.ok(await runtime.stop(10_000));
+      assert.ok(!runtime.running);
+      const secrets = informers.for(Secret, { namespace: ns });
+      await client.create(Secret, {
+        metadata: { name: "for-a", namespace: ns, labels: { stack: "a" } },
+      });
+      await waitFor(() => secrets.get({ name: "for-a", namespace: ns }), {
+        what: "the Secret informer to see the new Secret",
+      });
+      assert.equal(runtime.queue.len(), 0, "queued after stop");
+      assert.equal(seen.length, 7);
+    },
+  );
 
   await t.step("EventRecorder aggregates repeated events into one with a count", async () => {
     const ns = await createNamespace(client, uniqueName("events"));

@@ -1,10 +1,12 @@
 // informer() against a real kube-apiserver + etcd on loopback (one control plane for the
-// file): restarts, compaction and 410 Gone, 10,000 objects in pages, persistent errors.
+// file): caching and handlers, restarts, compaction and 410 Gone, 10,000 objects in pages,
+// persistent errors, throwing handlers, resync, and the shared InformerFactory.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client.ts";
 import { startFaultProxy } from "../src/fault_proxy.ts";
 import { informer } from "../src/informer.ts";
+import { InformerFactory } from "../src/informer_factory.ts";
 import { ConfigMap, Namespace } from "../src/kinds.ts";
 import { CustomResourceDefinition, Role, RoleBinding } from "../src/kinds_cluster.ts";
 import type { KubeObject } from "../src/object.ts";
@@ -12,7 +14,7 @@ import { resource } from "../src/resource.ts";
 import { objectKey } from "../src/store.ts";
 import type { WatchClient } from "../src/watch.ts";
 import { WatchError } from "../src/watch_error.ts";
-import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
+import { mapConcurrent, recordingClient, uniqueName, waitFor } from "./_helpers.ts";
 
 // One control plane for the file: the steps below run inside one test that owns it.
 let cp: ControlPlane;
@@ -231,6 +233,9 @@ step(
     console.log(`unknown: ${err.message}`);
     await waitFor(() => (gadgets.stats?.failures ?? 0) >= 3, { what: "retries" });
     assert.equal(g.errors.length, 1, "reported once, not per retry");
+    assert.equal(gadgets.error?.code, 404);
+    assert.equal(gadgets.health().healthy, false);
+    await assert.rejects(gadgets.synced(), WatchError, "synced() rejects while failing");
     await admin.create(CustomResourceDefinition, {
       metadata: { name: "gadgets.example.com" },
       spec: {
@@ -249,6 +254,8 @@ step(
     } as never);
     await waitFor(() => gadgets.hasSynced, { what: "the informer to sync once the CRD exists" });
     assert.equal(gadgets.error, undefined);
+    await gadgets.synced();
+    assert.ok(gadgets.health().healthy);
 
     // Forbidden: reported with one line, retried until RBAC allows it.
     const ns = await namespace();
@@ -279,3 +286,145 @@ step(
     assert.equal(cms.error, undefined);
   },
 );
+
+step(
+  "(f) caches without managedFields, indexes, and calls handlers after the store changed",
+  async () => {
+    const ns = await namespace();
+    for (const n of ["a", "b"]) {
+      await admin.create(ConfigMap, { metadata: { name: n, namespace: ns }, data: { v: n } });
+    }
+    await using inf = informer(ConfigMap, {
+      client: admin,
+      namespace: ns,
+      indexes: { v: (o) => [o.data?.v ?? ""] },
+    });
+    const log: string[] = [];
+    const seenInHandler: unknown[] = [];
+    inf.addHandler({
+      onAdd: (o) => void log.push(`add ${o.metadata.name}`),
+      onUpdate: (a, b) => void log.push(`update ${a.metadata.name} ${a.data?.v}->${b.data?.v}`),
+      onDelete: (o) => void log.push(`delete ${o.metadata.name}`),
+    });
+    inf.onUpdate((_, n) => void seenInHandler.push(inf.get(objectKey(n))?.data?.v));
+    assert.equal(inf.hasSynced, false);
+    inf.start();
+    inf.start(); // idempotent
+    await inf.synced();
+    assert.deepEqual(log.sort(), ["add a", "add b"]);
+    assert.ok(
+      (await admin.get(ConfigMap, "a", { namespace: ns })).metadata.managedFields?.length,
+      "the server sends managedFields",
+    );
+    assert.equal(inf.get({ name: "a", namespace: ns })?.metadata.managedFields, undefined);
+    assert.equal(inf.store.byIndex("v", "b").length, 1);
+    await waitFor(() => inf.stats?.state === "watching", { what: "the watch" });
+    await admin.patch(ConfigMap, "a", { data: { v: "a2" } }, { namespace: ns });
+    await admin.delete(ConfigMap, "b", { namespace: ns });
+    await admin.create(ConfigMap, { metadata: { name: "c", namespace: ns }, data: { v: "c" } });
+    await waitFor(() => log.length === 5, { what: "3 more handler calls" });
+    assert.deepEqual(log.slice(2), ["update a a->a2", "delete b", "add c"]);
+    assert.deepEqual(seenInHandler, ["a2"], "the store had the new state in the handler");
+    assert.deepEqual(inf.store.byIndex("v", "a2").map(objectKey), [`${ns}/a`]);
+    assert.deepEqual(fingerprint(inf.list()), await freshList(ns));
+    assert.ok(inf.health().healthy);
+    assert.ok(inf.lastEventAt !== undefined);
+    // A late handler is told about every object held.
+    const late: string[] = [];
+    inf.onAdd((o) => void late.push(o.metadata.name!));
+    assert.deepEqual(late.sort(), ["a", "c"]);
+  },
+);
+
+step("(g) throwing handlers do not stop it; stop() closes the watch for good", async () => {
+  const ns = await namespace();
+  await admin.create(ConfigMap, { metadata: { name: "a", namespace: ns } });
+  const rec = recordingClient(admin);
+  const inf = informer(ConfigMap, { client: rec.client, namespace: ns });
+  let calls = 0;
+  inf.onAdd(() => {
+    calls++;
+    throw new Error("boom");
+  });
+  inf.onAdd(() => Promise.reject(new Error("async boom")));
+  const added: string[] = [];
+  inf.onAdd((o) => void added.push(o.metadata.name!));
+  await inf.start().synced();
+  await waitFor(() => rec.openWatches === 1, { what: "the watch" });
+  for (const n of ["b", "c"]) {
+    await admin.create(ConfigMap, { metadata: { name: n, namespace: ns } });
+  }
+  await waitFor(() => added.length === 3, { what: "events after the handlers threw" });
+  assert.equal(calls, 3);
+  assert.equal(inf.error, undefined);
+  assert.ok(inf.health().healthy);
+  await inf.stop();
+  assert.equal(inf.health().state, "stopped");
+  assert.equal(inf.stats?.openRequests, 0);
+  await waitFor(() => rec.openWatches === 0, { what: "the watch request to be released" });
+  assert.throws(() => inf.start(), TypeError);
+  assert.equal(rec.watches.length, 1);
+
+  const never = informer(ConfigMap, { client: admin, namespace: ns });
+  const waiting = never.synced();
+  await never.stop();
+  await assert.rejects(
+    waiting,
+    new RegExp(
+      `Cannot wait for informer for ConfigMap \\(v1\\) in namespace "${ns}" to sync: it was stopped`,
+    ),
+  );
+  await assert.rejects(never.synced(), /it was stopped/);
+  const ctl = new AbortController();
+  const aborted = informer(ConfigMap, { client: admin }).synced({ signal: ctl.signal });
+  ctl.abort(new Error("gave up"));
+  await assert.rejects(aborted, /gave up/);
+});
+
+step("(h) resyncMs hands every object to onUpdate again, unchanged", async () => {
+  const ns = await namespace();
+  await admin.create(ConfigMap, { metadata: { name: "a", namespace: ns } });
+  await using inf = informer(ConfigMap, { client: admin, namespace: ns, resyncMs: 300 }).start();
+  await inf.synced();
+  const resyncs: [KubeObject, KubeObject][] = [];
+  inf.onUpdate((a, b) => void resyncs.push([a, b]));
+  await waitFor(() => resyncs.length >= 2, { what: "two resyncs" });
+  const rv = inf.get({ name: "a", namespace: ns })?.metadata.resourceVersion;
+  for (const [a, b] of resyncs) {
+    assert.equal(a, b);
+    assert.equal(a.metadata.resourceVersion, rv);
+  }
+  assert.equal(inf.stats?.lists, 1, "a resync is not a relist");
+});
+
+step("(i) InformerFactory shares one informer and one watch per kind and query", async () => {
+  const x = await namespace();
+  const y = await namespace();
+  await admin.create(ConfigMap, { metadata: { name: "a", namespace: x }, data: { v: "a" } });
+  await admin.create(ConfigMap, { metadata: { name: "b", namespace: y }, data: { v: "b" } });
+  const rec = recordingClient(admin);
+  const informers = new InformerFactory({ client: rec.client });
+  const a = informers.for(ConfigMap, { namespace: x });
+  const b = informers.for(ConfigMap, { namespace: x, indexes: { v: (o) => [o.data?.v ?? ""] } });
+  const sel = informers.for(ConfigMap, { fieldSelector: `metadata.namespace=${y}` });
+  assert.equal(a, b);
+  assert.notEqual(a, sel);
+  assert.equal(informers.size, 2);
+  informers.start();
+  await informers.synced();
+  const late = informers.for(ConfigMap, { namespace: y });
+  assert.equal(informers.for(ConfigMap, { namespace: y }), late);
+  await late.synced();
+  await waitFor(() => rec.openWatches === 3, { what: "3 watches" });
+  assert.equal(rec.watches.length, 3, "one watch per query");
+  assert.deepEqual(
+    rec.watches.map((w) => `${w.options.namespace ?? ""}|${w.options.fieldSelector ?? ""}`).sort(),
+    [`${x}|`, `${y}|`, `|metadata.namespace=${y}`].sort(),
+  );
+  assert.deepEqual(a.store.byIndex("v", "a").map(objectKey), [`${x}/a`]);
+  assert.deepEqual(sel.list().map(objectKey), [`${y}/b`]);
+  assert.deepEqual(late.list().map(objectKey), [`${y}/b`]);
+  await informers.stop();
+  await waitFor(() => rec.openWatches === 0, { what: "every watch request to be released" });
+  assert.throws(() => informers.for(ConfigMap), TypeError);
+});
