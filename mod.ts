@@ -62,7 +62,6 @@ export type {
   ScaleSubresource,
   ValidationRule,
 } from "./src/crd.ts";
-export { z } from "zod";
 export { Client, type ClientOptions, createClient, type RequestMetric } from "./src/client.ts";
 export type {
   ApplyObject,
@@ -394,3 +393,4 @@ export {
 } from "./src/webhook_register.ts";
 export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook_handler.ts";
 export { fromYaml, toYaml } from "./src/yaml.ts";
+export { z } from "./src/zod.ts";
