@@ -312,12 +312,16 @@ export const ${r.kind} = defineResource({
   version: "${r.version}",
   kind: "${r.kind}",
   spec: z.object({
-    message: z.string().default("hello").describe("Text stored in the ConfigMap"),
+    message: z.string().default("hello")
+      .describe("Text stored in the ConfigMap"),
   }),
   status: z.object({
-    phase: z.enum(["Pending", "Ready"]).optional().describe("Ready once written"),
+    phase: z.enum(["Pending", "Ready"]).optional()
+      .describe("Ready once written"),
   }),
-  printerColumns: [{ name: "Phase", type: "string", jsonPath: ".status.phase" }],
+  printerColumns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+  ],
 });
 
 /** Keeps one ConfigMap per ${r.kind} holding its message. */

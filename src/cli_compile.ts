@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { basename, extname, resolve } from "node:path";
+import { basename, dirname, extname, resolve } from "node:path";
 import { type FlagSpec, formatFlags, parseFlags, parseList } from "./_cli_args.ts";
 import { type CliIo, firstLine, type KubenoCommand, UsageError } from "./cli_common.ts";
 
@@ -164,6 +164,7 @@ export async function compileOperator(
   options: CompileOptions = {},
 ): Promise<CompileResult> {
   const output = options.output ?? basename(entry, extname(entry));
+  await Deno.mkdir(dirname(resolve(output)), { recursive: true });
   const args = [
     "compile",
     ...(options.permissions ?? operatorPermissions()),
