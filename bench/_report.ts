@@ -105,14 +105,14 @@ export function renderMarkdown(r: Results): string {
     lines.push(
       `### Converge (N = ${fmt(s.converge.n)} Bench objects, 4 workers)`,
       "",
-      "| contender | wall time (ms) | CPU (s) | CPU at converge (s) | peak RSS (MiB) |",
-      "|---|---:|---:|---:|---:|",
+      "| contender | wall time (ms) | CPU (s) | CPU at converge (s) | peak RSS (MiB) | API writes |",
+      "|---|---:|---:|---:|---:|---:|",
     );
     for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
       lines.push(
         `| ${name} | ${fmt(x?.wallMs)} | ${fmt(x?.cpuSec, 2)} | ${fmt(x?.cpuAtConvergeSec, 2)} | ${
           fmt(x?.peakRssMiB, 1)
-        } |`,
+        } | ${fmt(x?.writesTotal)} |`,
       );
     }
     lines.push(
@@ -120,10 +120,19 @@ export function renderMarkdown(r: Results): string {
         ratio(k?.cpuSec, g?.cpuSec)
       } | ${ratio(k?.cpuAtConvergeSec, g?.cpuAtConvergeSec)} | ${
         ratio(k?.peakRssMiB, g?.peakRssMiB)
-      } |`,
+      } | ${ratio(k?.writesTotal, g?.writesTotal)} |`,
       `| **kubeno / limit** | ${ratio(k?.wallMs, l?.wallMs)} | ${ratio(k?.cpuSec, l?.cpuSec)} | ${
         ratio(k?.cpuAtConvergeSec, l?.cpuAtConvergeSec)
-      } | ${ratio(k?.peakRssMiB, l?.peakRssMiB)} |`,
+      } | ${ratio(k?.peakRssMiB, l?.peakRssMiB)} | ${ratio(k?.writesTotal, l?.writesTotal)} |`,
+      "",
+      "API writes (from kube-apiserver's `apiserver_request_total`, first run; status code last): " +
+        Object.entries(s.converge.runs as Record<string, { writes: Record<string, number> }[]>)
+          .map(([who, runs]) =>
+            `${who}: ${
+              Object.entries(runs[0]?.writes ?? {}).map(([k, v]) => `${k} × ${v}`).join(", ")
+            }`
+          ).join("; ") +
+        ".",
       "",
     );
   }
@@ -133,22 +142,24 @@ export function renderMarkdown(r: Results): string {
     lines.push(
       `### Informer sync and memory (${fmt(s.informer.m)} ConfigMaps of ~1 KiB)`,
       "",
-      "| contender | start → synced (ms) | spawn → synced (ms) | memory per object (bytes) | RSS after sync (MiB) | peak RSS (MiB) | CPU (s) |",
-      "|---|---:|---:|---:|---:|---:|---:|",
+      "| contender | start → synced (ms) | spawn → synced (ms) | RSS per object (bytes) | heap per object (bytes) | RSS after sync (MiB) | peak RSS (MiB) | CPU (s) |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
       lines.push(
         `| ${name} | ${fmt(x?.syncMs)} | ${fmt(x?.spawnToSyncedMs)} | ${fmt(x?.bytesPerObject)} | ${
-          fmt(x?.rssAfterMiB, 1)
-        } | ${fmt(x?.peakRssMiB, 1)} | ${fmt(x?.cpuSec, 2)} |`,
+          fmt(x?.heapBytesPerObject)
+        } | ${fmt(x?.rssAfterMiB, 1)} | ${fmt(x?.peakRssMiB, 1)} | ${fmt(x?.cpuSec, 2)} |`,
       );
     }
     const row = (label: string, b: Record<string, number> | undefined) =>
       `| **${label}** | ${ratio(k?.syncMs, b?.syncMs)} | ${
         ratio(k?.spawnToSyncedMs, b?.spawnToSyncedMs)
       } | ${ratio(k?.bytesPerObject, b?.bytesPerObject)} | ${
-        ratio(k?.rssAfterMiB, b?.rssAfterMiB)
-      } | ${ratio(k?.peakRssMiB, b?.peakRssMiB)} | ${ratio(k?.cpuSec, b?.cpuSec)} |`;
+        ratio(k?.heapBytesPerObject, b?.heapBytesPerObject)
+      } | ${ratio(k?.rssAfterMiB, b?.rssAfterMiB)} | ${ratio(k?.peakRssMiB, b?.peakRssMiB)} | ${
+        ratio(k?.cpuSec, b?.cpuSec)
+      } |`;
     lines.push(row("kubeno / client-go", g), row("kubeno / client-node", n), "");
   }
   if (s.latency) {
@@ -157,14 +168,16 @@ export function renderMarkdown(r: Results): string {
     lines.push(
       `### Event latency (${s.latency.objects} objects, ${s.latency.rate} writes/s for ${s.latency.seconds} s)`,
       "",
-      "| contender | p50 (ms) | p99 (ms) | max (ms) | p50 from send (ms) | p99 from send (ms) | writes matched |",
-      "|---|---:|---:|---:|---:|---:|---:|",
+      "| contender | p50 (ms) | p99 (ms) | max (ms) | p50 from send (ms) | p99 from send (ms) | write → cache p99 (ms) | cache → reconcile p99 (ms) | writes matched | API writes |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
       lines.push(
         `| ${name} | ${fmt(x?.p50Ms, 2)} | ${fmt(x?.p99Ms, 2)} | ${fmt(x?.maxMs, 2)} | ${
           fmt(x?.p50FromSendMs, 2)
-        } | ${fmt(x?.p99FromSendMs, 2)} | ${fmt(x?.matched)} / ${fmt(x?.writes)} |`,
+        } | ${fmt(x?.p99FromSendMs, 2)} | ${fmt(x?.p99ToEventMs, 2)} | ${
+          fmt(x?.p99EventToStartMs, 2)
+        } | ${fmt(x?.matched)} / ${fmt(x?.writes)} | ${fmt(x?.apiWritesTotal)} |`,
       );
     }
     lines.push(
@@ -172,7 +185,9 @@ export function renderMarkdown(r: Results): string {
         fmt(k?.p99Ms - g?.p99Ms, 2)
       } | ${fmt(k?.maxMs - g?.maxMs, 2)} | ${fmt(k?.p50FromSendMs - g?.p50FromSendMs, 2)} | ${
         fmt(k?.p99FromSendMs - g?.p99FromSendMs, 2)
-      } | |`,
+      } | ${fmt(k?.p99ToEventMs - g?.p99ToEventMs, 2)} | ${
+        fmt(k?.p99EventToStartMs - g?.p99EventToStartMs, 2)
+      } | | |`,
       "",
     );
   }

@@ -34,6 +34,14 @@ export interface ConvergeRun {
   cpuSec: number;
   /** Peak RSS, MiB. */
   peakRssMiB: number;
+  /** Writes the API server served on benches and configmaps until idle. */
+  writesTotal: number;
+  /** The same by verb, resource and status code. */
+  writes: Record<string, number>;
+}
+
+function writeCounts(writes: Record<string, number>) {
+  return { writesTotal: Object.values(writes).reduce((a, b) => a + b, 0), writes };
 }
 
 const MiB = 1024;
@@ -44,6 +52,36 @@ async function withCluster<R>(
 ): Promise<R> {
   await using cp = await startControlPlane({ apiServerFlags: ctx.apiServerFlags });
   return await fn(cp);
+}
+
+type Cluster = Awaited<ReturnType<typeof startControlPlane>>;
+
+/**
+ * Counts the API server's requests on benches and configmaps by verb, resource and status
+ * code, from its /metrics, to check that every contender does the same work.
+ */
+async function apiRequests(cp: Cluster): Promise<Record<string, number>> {
+  const text = String((await cp.request("GET", "/metrics")).body);
+  const out: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    const label = (k: string) => line.match(new RegExp(`${k}="([^"]*)"`))?.[1] ?? "";
+    const resource = label("resource");
+    if (resource !== "benches" && resource !== "configmaps") continue;
+    const verb = label("verb");
+    if (verb === "WATCH" || verb === "LIST" || verb === "GET") continue;
+    const sub = label("subresource");
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ""} ${label("code")}`;
+    out[key] = (out[key] ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return out;
+}
+
+/** Subtracts request counts `before` from `after`. */
+function delta(after: Record<string, number>, before: Record<string, number>) {
+  return Object.fromEntries(
+    Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0),
+  );
 }
 
 function spawn(name: string, c: Command): Contender {
@@ -98,6 +136,7 @@ export function runConverge(
     await installWorkload(admin);
     await createBenches(admin, n);
     await using watch = await new ConvergeWatch(admin, n).start();
+    const before = await apiRequests(cp);
     await using contender = spawn(name, command(cp.kubeconfigPath));
     const at = await raceExit(contender, watch.converged, 60_000 + n * 100);
     const converged = contender.sample();
@@ -107,6 +146,7 @@ export function runConverge(
       cpuAtConvergeSec: converged.cpuSeconds,
       cpuSec: idle.cpuSeconds,
       peakRssMiB: idle.peakRssKiB / MiB,
+      ...writeCounts(delta(await apiRequests(cp), before)),
     };
   });
 }
@@ -121,6 +161,8 @@ export interface InformerRun {
   spawnToSyncedMs: number;
   /** RSS after sync minus before, per object, bytes (after a forced GC). */
   bytesPerObject: number;
+  /** Live heap after sync minus before, per object, bytes (after a forced GC). */
+  heapBytesPerObject: number;
   /** RSS after sync (after a forced GC), MiB. */
   rssAfterMiB: number;
   /** Peak RSS, MiB. */
@@ -155,13 +197,22 @@ export function runInformer(
     const { line, at } = await contender.waitForLine((l) => l.startsWith("{"), 120_000 + m * 20);
     const s = contender.sample();
     const r = JSON.parse(line);
-    const { objects, syncMs, bytesPerObject, rssAfterKiB, rssBeforeKiB: _, ...extra } = r;
+    const {
+      objects,
+      syncMs,
+      bytesPerObject,
+      heapBytesPerObject,
+      rssAfterKiB,
+      rssBeforeKiB: _,
+      ...extra
+    } = r;
     if (objects !== m) throw new Error(`${name} cached ${objects} ConfigMaps, expected ${m}`);
     return {
       objects,
       syncMs,
       spawnToSyncedMs: at - contender.spawnedAt,
       bytesPerObject,
+      heapBytesPerObject,
       rssAfterMiB: rssAfterKiB / MiB,
       peakRssMiB: s.peakRssKiB / MiB,
       cpuSec: s.cpuSeconds,
@@ -183,6 +234,16 @@ export interface LatencyRun {
   /** The same from when the write was sent (includes the write's own round trip), ms. */
   p50FromSendMs: number;
   p99FromSendMs: number;
+  /** From the write's response until the update event reached the operator's cache, ms. */
+  p50ToEventMs: number;
+  p99ToEventMs: number;
+  /** From the event reaching the cache until the reconcile started (queue + worker), ms. */
+  p50EventToStartMs: number;
+  p99EventToStartMs: number;
+  /** Writes the API server served on benches and configmaps during the writer's run. */
+  apiWritesTotal: number;
+  /** The same by verb, resource and status code. */
+  apiWrites: Record<string, number>;
 }
 
 /**
@@ -210,6 +271,8 @@ export function runLatency(
     await using watch = await new ConvergeWatch(admin, opts.objects).start();
     await using contender = spawn(name, command(cp.kubeconfigPath, startsPath));
     await raceExit(contender, watch.converged, 120_000);
+    await contender.settle(500, 30_000);
+    const before = await apiRequests(cp);
 
     const total = Math.round(opts.rate * opts.seconds);
     const writes: { name: string; generation: number; sent: number; at: number }[] = [];
@@ -236,27 +299,39 @@ export function runLatency(
     }
     await Promise.all(inflight);
     await raceExit(contender, watch.current(), 60_000);
+    await contender.settle(500, 30_000);
+    const writesServed = delta(await apiRequests(cp), before);
     const code = await contender.stop();
     if (code !== 0) {
       throw new Error(`${name} exited with code ${code}: ${await contender.stderrTail()}`);
     }
 
-    const starts = new Map<string, { generation: number; at: number }[]>();
+    const log: Record<string, Map<string, { generation: number; at: number }[]>> = {
+      R: new Map(),
+      E: new Map(),
+    };
     for (const line of (await Deno.readTextFile(startsPath)).split("\n")) {
-      const [n, g, t] = line.split(" ");
-      if (!t) continue;
-      const list = starts.get(n) ?? [];
+      const [kind, n, g, t] = line.split(" ");
+      if (!t || !log[kind]) continue;
+      const list = log[kind].get(n) ?? [];
       list.push({ generation: Number(g), at: Number(t) });
-      starts.set(n, list);
+      log[kind].set(n, list);
     }
     await Deno.remove(startsPath).catch(() => {});
     const latencies: number[] = [];
     const fromSend: number[] = [];
+    const toEvent: number[] = [];
+    const eventToStart: number[] = [];
     for (const w of writes) {
-      const first = starts.get(w.name)?.find((s) => s.generation >= w.generation);
+      const first = log.R.get(w.name)?.find((s) => s.generation >= w.generation);
       if (!first) continue;
       latencies.push(first.at - w.at);
       fromSend.push(first.at - w.sent);
+      const ev = log.E.get(w.name)?.find((s) => s.generation >= w.generation);
+      if (ev) {
+        toEvent.push(ev.at - w.at);
+        eventToStart.push(first.at - ev.at);
+      }
     }
     const pct = (xs: number[], p: number) => {
       const s = [...xs].sort((a, b) => a - b);
@@ -270,6 +345,12 @@ export function runLatency(
       maxMs: pct(latencies, 1),
       p50FromSendMs: pct(fromSend, 0.5),
       p99FromSendMs: pct(fromSend, 0.99),
+      p50ToEventMs: pct(toEvent, 0.5),
+      p99ToEventMs: pct(toEvent, 0.99),
+      p50EventToStartMs: pct(eventToStart, 0.5),
+      p99EventToStartMs: pct(eventToStart, 0.99),
+      apiWritesTotal: writeCounts(writesServed).writesTotal,
+      apiWrites: writesServed,
     };
   });
 }

@@ -1,6 +1,7 @@
 // kubeno's informer-sync contender: informer() over the ConfigMaps of one namespace. Measures
 // time from start to synced and resident memory after sync minus before, both read from
-// /proc/self/status VmRSS after a forced GC (as the Go and Node.js peers do).
+// /proc/self/status VmRSS after a forced GC (as the Go and Node.js peers do), and the live
+// JS heap after minus before.
 //
 //   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS
 //
@@ -16,30 +17,32 @@ const { values: args } = parseArgs({
 });
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
 
-function rssKiB(): number {
+function memory(): { rssKiB: number; heapBytes: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error("Cannot force a GC: run with --v8-flags=--expose-gc");
   gc();
   gc();
   const status = Deno.readTextFileSync("/proc/self/status");
-  return Number(status.match(/^VmRSS:\s+(\d+)/m)![1]);
+  const rssKiB = Number(status.match(/^VmRSS:\s+(\d+)/m)![1]);
+  return { rssKiB, heapBytes: Deno.memoryUsage().heapUsed };
 }
 
 const client = await createClient({ kubeconfig: args.kubeconfig });
-const before = rssKiB();
+const before = memory();
 const cms = informer(ConfigMap, { client, namespace: args.namespace });
 const start = performance.now();
 cms.start();
 await cms.synced();
 const syncMs = performance.now() - start;
 const objects = cms.store.size;
-const after = rssKiB();
+const after = memory();
 console.log(JSON.stringify({
   objects,
   syncMs,
-  rssBeforeKiB: before,
-  rssAfterKiB: after,
-  bytesPerObject: ((after - before) * 1024) / Math.max(objects, 1),
+  rssBeforeKiB: before.rssKiB,
+  rssAfterKiB: after.rssKiB,
+  bytesPerObject: ((after.rssKiB - before.rssKiB) * 1024) / Math.max(objects, 1),
+  heapBytesPerObject: (after.heapBytes - before.heapBytes) / Math.max(objects, 1),
 }));
 
 await new Promise<void>((resolve) => Deno.addSignalListener("SIGTERM", () => resolve()));

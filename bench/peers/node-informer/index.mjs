@@ -1,7 +1,7 @@
 // The informer-sync peer on Node.js: @kubernetes/client-node's informer (makeInformer) over
 // the ConfigMaps of one namespace. Measures time from start to synced (start() resolves after
 // the initial list has filled the cache) and resident memory after sync minus before, both
-// read from /proc/self/status VmRSS after a forced GC.
+// read from /proc/self/status VmRSS after a forced GC, and the live JS heap after minus before.
 //
 //   node --expose-gc index.mjs KUBECONFIG NAMESPACE
 //
@@ -11,19 +11,19 @@ import * as k8s from "@kubernetes/client-node";
 
 const [kubeconfig, namespace] = process.argv.slice(2);
 
-function rssKiB() {
+function memory() {
   globalThis.gc();
   globalThis.gc();
   const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) =>
     l.startsWith("VmRSS:")
   );
-  return Number(line.split(/\s+/)[1]);
+  return { rssKiB: Number(line.split(/\s+/)[1]), heapBytes: process.memoryUsage().heapUsed };
 }
 
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
-const before = rssKiB();
+const before = memory();
 
 const informer = k8s.makeInformer(
   kc,
@@ -35,13 +35,14 @@ const start = performance.now();
 await informer.start();
 const syncMs = performance.now() - start;
 const objects = informer.list(namespace).length;
-const after = rssKiB();
+const after = memory();
 console.log(JSON.stringify({
   objects,
   syncMs,
-  rssBeforeKiB: before,
-  rssAfterKiB: after,
-  bytesPerObject: ((after - before) * 1024) / Math.max(objects, 1),
+  rssBeforeKiB: before.rssKiB,
+  rssAfterKiB: after.rssKiB,
+  bytesPerObject: ((after.rssKiB - before.rssKiB) * 1024) / Math.max(objects, 1),
+  heapBytesPerObject: (after.heapBytes - before.heapBytes) / Math.max(objects, 1),
 }));
 
 process.on("SIGTERM", async () => {

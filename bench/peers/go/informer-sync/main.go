@@ -1,6 +1,7 @@
 // informer-sync measures client-go's shared informer: time from start to synced over the
 // ConfigMaps of one namespace, and resident memory after sync minus before (both read from
-// /proc/self/status VmRSS after a forced GC that returns freed memory to the OS).
+// /proc/self/status VmRSS after a forced GC that returns freed memory to the OS), and the
+// live heap (runtime.MemStats.HeapAlloc) after minus before.
 //
 //	informer-sync -kubeconfig FILE -namespace NS
 //
@@ -44,7 +45,7 @@ func main() {
 	check(err)
 	core, err := kubernetes.NewForConfig(cfg)
 	check(err)
-	before := benchapi.RSSKiB()
+	before, heapBefore := benchapi.RSSKiB(), benchapi.HeapBytes()
 
 	factory := informers.NewSharedInformerFactoryWithOptions(core, 0, informers.WithNamespace(*namespace))
 	inf := factory.Core().V1().ConfigMaps().Informer()
@@ -57,15 +58,16 @@ func main() {
 	}
 	syncMs := float64(time.Since(start).Microseconds()) / 1000
 	count := len(inf.GetStore().ListKeys())
-	after := benchapi.RSSKiB()
+	after, heapAfter := benchapi.RSSKiB(), benchapi.HeapBytes()
 
 	out, _ := json.Marshal(map[string]any{
-		"objects":         count,
-		"syncMs":          syncMs,
-		"rssBeforeKiB":    before,
-		"rssAfterKiB":     after,
-		"bytesPerObject":  float64(after-before) * 1024 / float64(max(count, 1)),
-		"watchListClient": clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient),
+		"objects":            count,
+		"syncMs":             syncMs,
+		"rssBeforeKiB":       before,
+		"rssAfterKiB":        after,
+		"bytesPerObject":     float64(after-before) * 1024 / float64(max(count, 1)),
+		"heapBytesPerObject": float64(heapAfter-heapBefore) / float64(max(count, 1)),
+		"watchListClient":    clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient),
 	})
 	fmt.Println(string(out))
 

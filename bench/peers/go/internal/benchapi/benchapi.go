@@ -110,8 +110,9 @@ func RestConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// StartLog records reconcile starts in memory (name, generation, wall-clock ms since the
-// epoch) and writes them to a file at exit, so logging costs nothing measurable.
+// StartLog records reconcile starts and informer events in memory (kind, name, generation,
+// wall-clock ms since the epoch) and writes them to a file at exit, so logging costs
+// nothing measurable.
 type StartLog struct {
 	mu      sync.Mutex
 	enabled bool
@@ -121,13 +122,14 @@ type StartLog struct {
 // NewStartLog returns a log that records only when path is not empty.
 func NewStartLog(path string) *StartLog { return &StartLog{enabled: path != ""} }
 
-// Record notes that a reconcile of name at generation gen starts now.
-func (l *StartLog) Record(name string, gen int64) {
+// Record notes that something of kind ("R" reconcile start, "E" informer update event)
+// happened to name at generation gen now.
+func (l *StartLog) Record(kind string, name string, gen int64) {
 	if !l.enabled {
 		return
 	}
 	ms := float64(time.Now().UnixMicro()) / 1000
-	line := name + " " + strconv.FormatInt(gen, 10) + " " + strconv.FormatFloat(ms, 'f', 3, 64)
+	line := kind + " " + name + " " + strconv.FormatInt(gen, 10) + " " + strconv.FormatFloat(ms, 'f', 3, 64)
 	l.mu.Lock()
 	l.lines = append(l.lines, line)
 	l.mu.Unlock()
@@ -148,6 +150,14 @@ func RSSKiB() int64 {
 	goruntime.GC()
 	debug.FreeOSMemory()
 	return statusKiB("VmRSS:")
+}
+
+// HeapBytes forces a garbage collection and returns the bytes of live heap objects.
+func HeapBytes() int64 {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 func statusKiB(field string) int64 {
