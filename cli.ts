@@ -26,6 +26,9 @@ import { compileCommand } from "./src/cli_compile.ts";
 import { createCommand } from "./src/cli_create.ts";
 import { initCommand } from "./src/cli_init.ts";
 
+export type { CliIo } from "./src/cli_common.ts";
+export { operatorPermissions, type OperatorPermissionsOptions } from "./src/cli_compile.ts";
+
 /** kubeno's version, from `deno.json`. */
 export const VERSION: string = denoJson.version;
 

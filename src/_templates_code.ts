@@ -35,6 +35,23 @@ export function controllerId(kind: string): string {
   return `${kind[0].toLowerCase()}${kind.slice(1)}Controller`;
 }
 
+const RESERVED = new Set(
+  ("break case catch class const continue debugger default delete do else enum export " +
+    "extends false finally for function if implements import in instanceof interface let " +
+    "new null package private protected public return static super switch this throw true " +
+    "try typeof var void while with yield await arguments eval")
+    .split(" "),
+);
+
+/**
+ * The name of the reconciled object in a controller: the kind in lowerCamelCase, unless
+ * that is a reserved word or one of the template's own locals.
+ */
+function paramName(kind: string): string {
+  const v = kind[0].toLowerCase() + kind.slice(1);
+  return RESERVED.has(v) || ["ctx", "labels", "applied", "ready"].includes(v) ? `${v}Obj` : v;
+}
+
 /** The lower-case kind, used for file names and sample objects. */
 export function fileStem(kind: string): string {
   return kind.toLowerCase();
@@ -61,7 +78,7 @@ export function operatorTs(p: ProjectNames): string {
   const dep = builtin("Deployment", p.kind);
   const imports = ["defineResource", dep.spec, "operator", "reconcile", "z"]
     .sort((a, b) => a.localeCompare(b, "en", { sensitivity: "base" }));
-  const v = p.kind[0].toLowerCase() + p.kind.slice(1);
+  const v = paramName(p.kind);
   return `/**
  * ${p.name}: reconciles ${p.kind} objects (${p.group}/${p.version}) into Deployments.
  *
@@ -103,7 +120,7 @@ export const ${controllerId(p.kind)} = reconcile(${p.kind}, {
   owns: [${dep.id}],
   async reconcile(${v}, ctx) {
     const labels = { "app.kubernetes.io/instance": ctx.ref.name };
-    const deployment = await ctx.apply(${dep.id}, {
+    const applied = await ctx.apply(${dep.id}, {
       metadata: { name: ctx.ref.name, labels },
       spec: {
         replicas: ${v}.spec.replicas,
@@ -114,7 +131,7 @@ export const ${controllerId(p.kind)} = reconcile(${p.kind}, {
         },
       },
     });
-    const ready = (deployment.status?.readyReplicas ?? 0) === ${v}.spec.replicas;
+    const ready = (applied.status?.readyReplicas ?? 0) === ${v}.spec.replicas;
     await ctx.patchStatus(${v}, { phase: ready ? "Running" : "Pending" });
   },
 });
@@ -151,7 +168,7 @@ import { createClient, ${dep.spec} } from "@kubeno/kubeno";
 import { startControlPlane } from "@kubeno/kubeno/testing";
 import { ${p.kind} } from "./operator.ts";
 
-const OPERATOR = new URL("./operator.ts", import.meta.url).pathname;
+const entry = new URL("./operator.ts", import.meta.url).pathname;
 
 Deno.test("a ${p.kind} gets a Deployment and turns Running", async () => {
   await using cp = await startControlPlane({ workloads: true });
@@ -190,7 +207,7 @@ const NO_SERVERS = [
 
 function operatorCommand(args: string[]): Deno.Command {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", OPERATOR, ...args],
+    args: ["run", "-A", entry, ...args],
     stdin: "null",
     stdout: "null",
     stderr: "piped",
@@ -298,7 +315,7 @@ export function resourceTs(r: ResourceNames): string {
   const cm = builtin("ConfigMap", r.kind);
   const imports = [cm.spec, "defineResource", "reconcile", "z"]
     .sort((a, b) => a.localeCompare(b, "en", { sensitivity: "base" }));
-  const v = r.kind[0].toLowerCase() + r.kind.slice(1);
+  const v = paramName(r.kind);
   return `/**
  * The ${r.kind} resource (${r.group}/${r.version}) and its controller.
  *

@@ -109,8 +109,9 @@ deno task test    # the tests, against a real etcd and kube-apiserver
 deno task check   # type-check, lint, format
 \`\`\`
 
-The first run builds or downloads the Kubernetes binaries into a cache; set
-\`KUBEBUILDER_ASSETS\` to use binaries you have (as with controller-runtime's envtest).
+The first run builds the Kubernetes binaries (etcd, kube-apiserver, ...) with Go into a
+cache; to use binaries you have, set \`KUBEBUILDER_ASSETS\` or \`TEST_ASSET_<NAME>\` as with
+controller-runtime's envtest.
 
 Add a resource with its controller (registered in \`operator.ts\` at the
 \`// kubeno:controllers\` marker):

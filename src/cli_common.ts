@@ -103,7 +103,9 @@ export function checkVersion(version: string): string {
 }
 
 /**
- * Checks a kind: UpperCamelCase, which also makes it a valid TypeScript identifier.
+ * Checks a kind: UpperCamelCase, which also makes it a valid TypeScript identifier, and not
+ * a JavaScript global such as `Promise` (the generated code declares a constant named after
+ * the kind).
  *
  * @param kind The kind.
  * @returns The kind.
@@ -120,6 +122,13 @@ export function checkVersion(version: string): string {
 export function checkKind(kind: string): string {
   if (!/^[A-Z][a-zA-Z0-9]*$/.test(kind) || kind.length > 63) {
     throw new UsageError(`Invalid --kind "${kind}": it must be ${KIND_RULE}`);
+  }
+  if (kind in globalThis) {
+    // The kind names a constant in the generated code, which would shadow the global.
+    throw new UsageError(
+      `Invalid --kind "${kind}": it is a JavaScript global, which the generated code would ` +
+        `shadow; pick another kind`,
+    );
   }
   return kind;
 }

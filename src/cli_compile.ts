@@ -100,10 +100,10 @@ export function operatorPermissions(options: OperatorPermissionsOptions = {}): s
  *
  * @returns The paths; empty when the environment is not readable.
  *
- * @example List them
+ * @example Absolute paths
  * ```ts
  * import { localKubeconfigPaths } from "./cli_compile.ts";
- * console.log(localKubeconfigPaths());
+ * if (!localKubeconfigPaths().every((p) => p.startsWith("/"))) throw new Error();
  * ```
  */
 export function localKubeconfigPaths(): string[] {

@@ -97,6 +97,7 @@ Deno.test("init refuses invalid names with exit 2, naming the rule, and writes n
     [["--version", "v1gamma1"], /--version "v1gamma1".*must match/],
     [["--kind", "myApp"], /--kind "myApp".*UpperCamelCase/],
     [["--kind", "My-App"], /--kind "My-App".*UpperCamelCase/],
+    [["--kind", "Promise"], /--kind "Promise": it is a JavaScript global/],
     [["--name", "My_Operator"], /--name "My_Operator".*DNS-1123 label/],
     [["--kubeno", "/nonexistent/kubeno"], /--kubeno "\/nonexistent\/kubeno": cannot read/],
   ];
