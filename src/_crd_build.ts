@@ -3,12 +3,8 @@
  *
  * @module
  */
-import type {
-  CustomResourceDefinition,
-  CustomResourceDefinitionNames,
-  PrinterColumn,
-  ScaleSubresource,
-} from "./crd.ts";
+import type { CustomResourceDefinitionNames, PrinterColumn, ScaleSubresource } from "./crd.ts";
+import type { CustomResourceDefinition } from "./kinds_cluster.ts";
 import type { JSONSchemaProps, ValidationRule } from "./crd.ts";
 import { toRules } from "./_schema_walk.ts";
 
@@ -193,7 +189,12 @@ export interface CrdParts {
  *
  * @throws {TypeError} When a schema root is not an object, or a column or scale path is wrong.
  */
-export function buildCrd(p: CrdParts): CustomResourceDefinition {
+export function buildCrd(
+  p: CrdParts,
+): CustomResourceDefinition & {
+  apiVersion: "apiextensions.k8s.io/v1";
+  kind: "CustomResourceDefinition";
+} {
   const fail = (why: string): never => {
     throw new TypeError(`Cannot define resource "${p.names.kind}": ${why}`);
   };

@@ -1,11 +1,10 @@
 /**
- * The CustomResourceDefinition object (apiextensions.k8s.io/v1) as kubeno's own plain types:
- * what `defineResource(...).crd()` returns and what `install` applies.
+ * The parts of a CustomResourceDefinition (apiextensions.k8s.io/v1) as kubeno's own plain
+ * types: what `defineResource(...).crd()` fills in and what `install` applies. The object
+ * itself, `CustomResourceDefinition`, is in `kinds_cluster.ts` with the other built-in kinds.
  *
  * @module
  */
-import type { ObjectMeta } from "./object.ts";
-
 /** One CEL rule (`x-kubernetes-validations` entry), evaluated by the API server. */
 export interface ValidationRule {
   /** The CEL expression; `self` is the value the rule is declared on, e.g. `self.min <= self.max`. */
@@ -192,21 +191,4 @@ export interface CustomResourceDefinitionCondition {
   message?: string;
   /** When `status` last changed. */
   lastTransitionTime?: string;
-}
-
-/** A CustomResourceDefinition (apiextensions.k8s.io/v1). */
-export interface CustomResourceDefinition {
-  /** Always `apiextensions.k8s.io/v1`. */
-  apiVersion: "apiextensions.k8s.io/v1";
-  /** Always `CustomResourceDefinition`. */
-  kind: "CustomResourceDefinition";
-  /** Metadata; the name is `<plural>.<group>`. */
-  metadata: ObjectMeta & { name: string };
-  /** The definition. */
-  spec: CustomResourceDefinitionSpec;
-  /** Set by the server: conditions and accepted names. */
-  status?: {
-    conditions?: CustomResourceDefinitionCondition[];
-    acceptedNames?: CustomResourceDefinitionNames;
-  };
 }

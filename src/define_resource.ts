@@ -5,16 +5,13 @@
  * @module
  */
 import { z } from "zod";
+import type { ZodType } from "./zod.ts";
 import type { KubeObject, ObjectMeta } from "./object.ts";
 import type { Resource } from "./resource.ts";
 import { pluralize } from "./resource.ts";
 import { toStructuralSchema } from "./schema.ts";
-import type {
-  CustomResourceDefinition,
-  PrinterColumn,
-  ScaleSubresource,
-  ValidationRule,
-} from "./crd.ts";
+import type { PrinterColumn, ScaleSubresource, ValidationRule } from "./crd.ts";
+import type { CustomResourceDefinition } from "./kinds_cluster.ts";
 import { buildCrd, checkNames } from "./_crd_build.ts";
 
 /** A custom resource's object: what the API server returns for it. */
@@ -31,8 +28,15 @@ export interface ResourceObject<Spec, Status = never> extends KubeObject {
   status?: Status;
 }
 
-/** The output type of an optional zod schema, `never` when there is none. */
-export type OutputOf<S> = S extends z.ZodType ? z.output<S> : never;
+/**
+ * The type a zod schema parses to (zod's `z.output<S>`, `z.infer<S>`); `never` for an optional
+ * schema left out (`undefined`).
+ *
+ * @typeParam S The schema, or `undefined`.
+ */
+// zod v4 defines `z.output<S>` as exactly `S["_zod"]["output"]`; spelling it out keeps zod's
+// undocumented `output` helper out of kubeno's public signatures.
+export type OutputOf<S> = S extends ZodType ? S["_zod"]["output"] : never;
 
 /** Where the scale subresource finds replicas; `true` means the defaults. */
 export interface ScaleOptions {
@@ -55,8 +59,8 @@ export interface ScaleOptions {
 
 /** What {@link defineResource} needs. */
 export interface DefineResourceOptions<
-  Spec extends z.ZodType,
-  Status extends z.ZodType | undefined,
+  Spec extends ZodType,
+  Status extends ZodType | undefined,
 > {
   /** API group, a DNS subdomain with at least one dot, e.g. `apps.kubeno.dev`. */
   group: string;
@@ -152,11 +156,14 @@ export interface ResourceIssue {
  * ```
  */
 export class ResourceValidationError extends Error {
+  /** `"ResourceValidationError"`. */
   override name = "ResourceValidationError";
   /** Each failed field. */
   readonly issues: ResourceIssue[];
 
   /**
+   * Creates the error; the message names the kind, the object and every failed field.
+   *
    * @param kind The resource's kind.
    * @param ref `namespace/name` of the object, when known.
    * @param issues Each failed field.
@@ -187,9 +194,9 @@ export type SafeParseResult<T> =
  * object, plus its CRD and validation.
  */
 export interface CustomResource<
-  Spec extends z.ZodType = z.ZodType,
-  Status extends z.ZodType | undefined = undefined,
-> extends Resource<ResourceObject<z.output<Spec>, OutputOf<Status>>> {
+  Spec extends ZodType = ZodType,
+  Status extends ZodType | undefined = undefined,
+> extends Resource<ResourceObject<OutputOf<Spec>, OutputOf<Status>>> {
   /** Lower-case singular. */
   readonly singular: string;
   /** Kind of lists. */
@@ -206,9 +213,13 @@ export interface CustomResource<
   readonly statusSchema: Status;
   /**
    * The CustomResourceDefinition, a fresh copy on each call.
-   * @returns The apiextensions.k8s.io/v1 object, named `<plural>.<group>`.
+   * @returns The apiextensions.k8s.io/v1 object, named `<plural>.<group>`, with `apiVersion`
+   * and `kind` set.
    */
-  crd(): CustomResourceDefinition;
+  crd(): CustomResourceDefinition & {
+    apiVersion: "apiextensions.k8s.io/v1";
+    kind: "CustomResourceDefinition";
+  };
   /**
    * Validates an object with the zod schemas (CEL rules are left to the API server) and
    * applies defaults.
@@ -216,13 +227,13 @@ export interface CustomResource<
    * @returns The typed object.
    * @throws {ResourceValidationError} Naming every failed field.
    */
-  parse(value: unknown): ResourceObject<z.output<Spec>, OutputOf<Status>>;
+  parse(value: unknown): ResourceObject<OutputOf<Spec>, OutputOf<Status>>;
   /**
    * Like `parse`, without throwing.
    * @param value Any value.
    * @returns The typed object or the error.
    */
-  safeParse(value: unknown): SafeParseResult<ResourceObject<z.output<Spec>, OutputOf<Status>>>;
+  safeParse(value: unknown): SafeParseResult<ResourceObject<OutputOf<Spec>, OutputOf<Status>>>;
 }
 
 function issuePath(path: PropertyKey[]): string {
@@ -263,8 +274,8 @@ function issuePath(path: PropertyKey[]): string {
  * ```
  */
 export function defineResource<
-  Spec extends z.ZodType,
-  Status extends z.ZodType | undefined = undefined,
+  Spec extends ZodType,
+  Status extends ZodType | undefined = undefined,
 >(
   options: DefineResourceOptions<Spec, Status>,
 ): CustomResource<Spec, Status> {
@@ -316,7 +327,7 @@ export function defineResource<
     spec: specOptional ? options.spec.prefault({} as z.input<Spec>) : options.spec,
     ...(options.status ? { status: options.status.optional() } : {}),
   });
-  type T = ResourceObject<z.output<Spec>, OutputOf<Status>>;
+  type T = ResourceObject<OutputOf<Spec>, OutputOf<Status>>;
   const safeParse = (value: unknown): SafeParseResult<T> => {
     const result = objectSchema.safeParse(value);
     if (result.success) return { success: true, data: result.data as unknown as T };
@@ -346,7 +357,7 @@ export function defineResource<
     categories: Object.freeze(names.categories),
     specSchema: options.spec,
     statusSchema: options.status as Status,
-    crd: (): CustomResourceDefinition => JSON.parse(frozen),
+    crd: (): ReturnType<typeof buildCrd> => JSON.parse(frozen),
     safeParse,
     parse(value: unknown): T {
       const r = safeParse(value);

@@ -18,11 +18,8 @@
  *
  * @module
  */
-import type { KubeObject, ObjectMeta } from "./object.ts";
+import type { KubeObject, ObjectMeta, OpenObject } from "./object.ts";
 import { type Resource, resource } from "./resource.ts";
-
-/** Fields this module does not spell out. */
-type Open = { [field: string]: unknown };
 
 /** A label selector (`metav1.LabelSelector`). */
 export interface LabelSelector {
@@ -43,7 +40,7 @@ export interface EnvVar {
   /** Literal value. */
   value?: string;
   /** Value from a ConfigMap, Secret, field or resource. */
-  valueFrom?: Open;
+  valueFrom?: OpenObject;
 }
 
 /** A container port. */
@@ -57,7 +54,7 @@ export interface ContainerPort {
 }
 
 /** A container of a pod. */
-export interface Container extends Open {
+export interface Container extends OpenObject {
   /** Container name, unique in the pod. */
   name: string;
   /** Image reference. */
@@ -79,13 +76,13 @@ export interface Container extends Open {
 }
 
 /** The spec of a pod (`core/v1 PodSpec`). */
-export interface PodSpec extends Open {
+export interface PodSpec extends OpenObject {
   /** Containers. */
   containers: Container[];
   /** Init containers. */
   initContainers?: Container[];
   /** Volumes. */
-  volumes?: ({ name: string } & Open)[];
+  volumes?: ({ name: string } & OpenObject)[];
   /** Service account to run as. */
   serviceAccountName?: string;
   /** Node selector labels. */
@@ -95,7 +92,7 @@ export interface PodSpec extends Open {
   /** `Always`, `OnFailure` or `Never`. */
   restartPolicy?: string;
   /** Tolerations. */
-  tolerations?: Open[];
+  tolerations?: OpenObject[];
 }
 
 /** A pod template of a workload. */
@@ -107,7 +104,7 @@ export interface PodTemplateSpec {
 }
 
 /** A condition as core/v1 and apps/v1 report them (`lastTransitionTime` optional). */
-export interface ResourceCondition extends Open {
+export interface ResourceCondition extends OpenObject {
   /** Condition type, e.g. `Ready` or `Available`. */
   type: string;
   /** `True`, `False` or `Unknown`. */
@@ -135,14 +132,14 @@ export interface Pod extends KubeObject {
     /** Node IP. */
     hostIP?: string;
     /** Per-container state. */
-    containerStatuses?: ({ name: string; ready: boolean; restartCount: number } & Open)[];
-  } & Open;
+    containerStatuses?: ({ name: string; ready: boolean; restartCount: number } & OpenObject)[];
+  } & OpenObject;
 }
 /** Pods (`v1`). */
 export const Pod: Resource<Pod> = resource<Pod>({ group: "", version: "v1", kind: "Pod" });
 
 /** A service port. */
-export interface ServicePort extends Open {
+export interface ServicePort extends OpenObject {
   /** Port the service exposes. */
   port: number;
   /** Port name; required when there are several. */
@@ -167,9 +164,9 @@ export interface Service extends KubeObject {
     type?: string;
     /** Cluster IP; `None` for headless services. */
     clusterIP?: string;
-  } & Open;
+  } & OpenObject;
   /** Observed state. */
-  status?: Open;
+  status?: OpenObject;
 }
 /** Services (`v1`). */
 export const Service: Resource<Service> = resource<Service>({
@@ -233,7 +230,7 @@ export interface Namespace extends KubeObject {
   /** Finalizers of the namespace lifecycle. */
   spec?: { finalizers?: string[] };
   /** `Active` or `Terminating`. */
-  status?: { phase?: string; conditions?: ResourceCondition[] } & Open;
+  status?: { phase?: string; conditions?: ResourceCondition[] } & OpenObject;
 }
 /** Namespaces (`v1`, cluster-scoped). */
 export const Namespace: Resource<Namespace> = resource<Namespace>({
@@ -246,7 +243,7 @@ export const Namespace: Resource<Namespace> = resource<Namespace>({
 /** A node. */
 export interface Node extends KubeObject {
   /** Desired state. */
-  spec?: { unschedulable?: boolean; taints?: Open[]; podCIDR?: string } & Open;
+  spec?: { unschedulable?: boolean; taints?: OpenObject[]; podCIDR?: string } & OpenObject;
   /** Observed state. */
   status?: {
     /** Conditions such as `Ready`. */
@@ -257,7 +254,7 @@ export interface Node extends KubeObject {
     capacity?: Record<string, string>;
     /** Resources available for pods. */
     allocatable?: Record<string, string>;
-  } & Open;
+  } & OpenObject;
 }
 /** Nodes (`v1`, cluster-scoped). */
 export const Node: Resource<Node> = resource<Node>({

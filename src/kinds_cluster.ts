@@ -16,11 +16,9 @@
  * @module
  */
 import type * as Crd from "./crd.ts";
-import type { KubeObject } from "./object.ts";
+import type { KubeObject, ObjectMeta, OpenObject } from "./object.ts";
 import { type Resource, resource } from "./resource.ts";
 import type { LabelSelector } from "./kinds.ts";
-
-type Open = { [field: string]: unknown };
 
 /** A lease: the lock of leader election. */
 export interface Lease extends KubeObject {
@@ -36,7 +34,7 @@ export interface Lease extends KubeObject {
     renewTime?: string;
     /** How many times it changed hands. */
     leaseTransitions?: number;
-  } & Open;
+  } & OpenObject;
 }
 /** Leases (`coordination.k8s.io/v1`). */
 export const Lease: Resource<Lease> = resource<Lease>({
@@ -138,14 +136,27 @@ export const ClusterRoleBinding: Resource<ClusterRoleBinding> = resource<Cluster
 });
 
 /**
- * A custom resource definition: the type `defineResource(...).crd()` returns, with
- * `apiVersion` and `kind` optional as for every object the client reads or writes.
+ * A CustomResourceDefinition (`apiextensions.k8s.io/v1`), with `apiVersion` and `kind`
+ * optional as for every object the client reads or writes; `defineResource(...).crd()` returns
+ * one with both set.
  */
-export type CustomResourceDefinition =
-  & Omit<Crd.CustomResourceDefinition, "apiVersion" | "kind">
-  & { apiVersion?: string; kind?: string };
-/** One served version of a CRD. */
-export type CustomResourceDefinitionVersion = Crd.CustomResourceDefinitionVersion;
+export interface CustomResourceDefinition {
+  /** `apiextensions.k8s.io/v1`. */
+  apiVersion?: string;
+  /** `CustomResourceDefinition`. */
+  kind?: string;
+  /** Metadata; the name is `<plural>.<group>`. */
+  metadata: ObjectMeta & { name: string };
+  /** The definition. */
+  spec: Crd.CustomResourceDefinitionSpec;
+  /** Set by the server: conditions and accepted names. */
+  status?: {
+    /** `Established`, `NamesAccepted`, ... */
+    conditions?: Crd.CustomResourceDefinitionCondition[];
+    /** The names the server serves the resource under. */
+    acceptedNames?: Crd.CustomResourceDefinitionNames;
+  };
+}
 /** CustomResourceDefinitions (`apiextensions.k8s.io/v1`, cluster-scoped). */
 export const CustomResourceDefinition: Resource<CustomResourceDefinition> = resource<
   CustomResourceDefinition
@@ -167,7 +178,7 @@ export interface WebhookClientConfig {
 }
 
 /** One admission webhook. */
-export interface Webhook extends Open {
+export interface Webhook extends OpenObject {
   /** Fully qualified name, e.g. `vmyapp.kubeno.dev`. */
   name: string;
   /** Where to call. */
@@ -179,7 +190,7 @@ export interface Webhook extends Open {
     apiVersions: string[];
     resources: string[];
     scope?: string;
-  } & Open)[];
+  } & OpenObject)[];
   /** AdmissionReview versions understood, e.g. `["v1"]`. */
   admissionReviewVersions: string[];
   /** `None` or `NoneOnDryRun`. */

@@ -17,14 +17,12 @@
  *
  * @module
  */
-import type { KubeObject } from "./object.ts";
+import type { KubeObject, OpenObject } from "./object.ts";
 import { type Resource, resource } from "./resource.ts";
 import type { LabelSelector, PodTemplateSpec, ResourceCondition } from "./kinds.ts";
 
-type Open = { [field: string]: unknown };
-
 /** The spec fields Deployments, ReplicaSets, StatefulSets and DaemonSets share. */
-export interface WorkloadSpec extends Open {
+export interface WorkloadSpec extends OpenObject {
   /** Pods this workload owns. */
   selector: LabelSelector;
   /** Template of the pods created. */
@@ -32,7 +30,7 @@ export interface WorkloadSpec extends Open {
 }
 
 /** The status fields of replicated workloads. */
-export interface ReplicaStatus extends Open {
+export interface ReplicaStatus extends OpenObject {
   /** Generation the status was computed from. */
   observedGeneration?: number;
   /** Pods created. */
@@ -54,7 +52,7 @@ export interface Deployment extends KubeObject {
     /** Desired pods. */
     replicas?: number;
     /** `RollingUpdate` (default) or `Recreate`, with parameters. */
-    strategy?: Open;
+    strategy?: OpenObject;
     /** Stops rollouts while true. */
     paused?: boolean;
   };
@@ -91,7 +89,7 @@ export interface StatefulSet extends KubeObject {
     /** Headless service giving pods their network identity. */
     serviceName?: string;
     /** Per-pod persistent volume claims. */
-    volumeClaimTemplates?: Open[];
+    volumeClaimTemplates?: OpenObject[];
     /** `OrderedReady` (default) or `Parallel`. */
     podManagementPolicy?: string;
   };
@@ -108,7 +106,7 @@ export const StatefulSet: Resource<StatefulSet> = resource<StatefulSet>({
 /** A daemon set. */
 export interface DaemonSet extends KubeObject {
   /** Desired state. */
-  spec?: WorkloadSpec & { updateStrategy?: Open };
+  spec?: WorkloadSpec & { updateStrategy?: OpenObject };
   /** Observed state. */
   status?: {
     desiredNumberScheduled?: number;
@@ -118,7 +116,7 @@ export interface DaemonSet extends KubeObject {
     updatedNumberScheduled?: number;
     observedGeneration?: number;
     conditions?: ResourceCondition[];
-  } & Open;
+  } & OpenObject;
 }
 /** DaemonSets (`apps/v1`). */
 export const DaemonSet: Resource<DaemonSet> = resource<DaemonSet>({
@@ -147,7 +145,7 @@ export interface Job extends KubeObject {
     selector?: LabelSelector;
     /** Pauses the job while true. */
     suspend?: boolean;
-  } & Open;
+  } & OpenObject;
   /** Observed state. */
   status?: {
     /** Pods running. */
@@ -162,7 +160,7 @@ export interface Job extends KubeObject {
     completionTime?: string;
     /** `Complete`, `Failed`, `Suspended`... */
     conditions?: ResourceCondition[];
-  } & Open;
+  } & OpenObject;
 }
 /** Jobs (`batch/v1`). */
 export const Job: Resource<Job> = resource<Job>({ group: "batch", version: "v1", kind: "Job" });

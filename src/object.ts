@@ -109,3 +109,11 @@ export interface Condition {
   /** Human-readable message. */
   message: string;
 }
+
+/**
+ * The fields of a Kubernetes object that kubeno's built-in kinds do not spell out: any
+ * further field, of any value. A built-in kind's type is its spelled-out fields `&`
+ * `OpenObject`, so every field the server sends is kept and can be read (as `unknown`) and
+ * written.
+ */
+export type OpenObject = { [field: string]: unknown };

@@ -24,6 +24,17 @@ import { z } from "zod";
 import { SchemaWalker, toRules } from "./_schema_walk.ts";
 import type { ZodNode } from "./_schema_checks.ts";
 import type { JSONSchemaProps, ValidationRule } from "./crd.ts";
+import type {
+  ZodArray,
+  ZodInt,
+  ZodLooseObject,
+  ZodObject,
+  ZodOptional,
+  ZodRecord,
+  ZodString,
+  ZodType,
+  ZodUnion,
+} from "./zod.ts";
 
 /** Options for {@link toStructuralSchema}. */
 export interface StructuralSchemaOptions {
@@ -81,7 +92,7 @@ export interface StructuralSchemaOptions {
  * ```
  */
 export function toStructuralSchema(
-  schema: z.ZodType,
+  schema: ZodType,
   options: StructuralSchemaOptions = {},
 ): JSONSchemaProps {
   return new SchemaWalker(options.name).walk(schema as unknown as ZodNode, options.path ?? "");
@@ -108,7 +119,7 @@ export function toStructuralSchema(
  * if (s["x-kubernetes-validations"]?.[0].rule !== "self.min <= self.max") throw new Error();
  * ```
  */
-export function cel<S extends z.ZodType>(
+export function cel<S extends ZodType>(
   schema: S,
   rules: ValidationRule | string | readonly (ValidationRule | string)[],
 ): S {
@@ -133,26 +144,27 @@ export function cel<S extends z.ZodType>(
  * intOrString().parse(8080);
  * ```
  */
-export function intOrString(): z.ZodUnion<readonly [z.ZodInt, z.ZodString]> {
+export function intOrString(): ZodUnion<readonly [ZodInt, ZodString]> {
   return z.union([z.int(), z.string()]).meta({ "x-kubernetes-int-or-string": true });
 }
 
-/** The object type of an embedded resource without a declared schema. */
-export type EmbeddedObjectSchema = z.ZodObject<
-  {
-    apiVersion: z.ZodString;
-    kind: z.ZodString;
-    metadata: z.ZodOptional<
-      z.ZodObject<{
-        name: z.ZodOptional<z.ZodString>;
-        namespace: z.ZodOptional<z.ZodString>;
-        labels: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
-        annotations: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
-      }, z.core.$loose>
-    >;
-  },
-  z.core.$loose
->;
+/**
+ * The schema {@link embeddedResource} returns when given none: a loose object (unknown fields
+ * kept) with `apiVersion`, `kind` and optional `metadata` (`name`, `namespace`, `labels`,
+ * `annotations`, also loose).
+ */
+export type EmbeddedObjectSchema = ZodLooseObject<{
+  apiVersion: ZodString;
+  kind: ZodString;
+  metadata: ZodOptional<
+    ZodLooseObject<{
+      name: ZodOptional<ZodString>;
+      namespace: ZodOptional<ZodString>;
+      labels: ZodOptional<ZodRecord<ZodString, ZodString>>;
+      annotations: ZodOptional<ZodRecord<ZodString, ZodString>>;
+    }>
+  >;
+}>;
 
 /**
  * A whole Kubernetes object embedded in a field (like a Pod template):
@@ -172,8 +184,24 @@ export type EmbeddedObjectSchema = z.ZodObject<
  * ```
  */
 export function embeddedResource(): EmbeddedObjectSchema;
-export function embeddedResource<S extends z.ZodObject>(schema: S): S;
-export function embeddedResource(schema?: z.ZodObject): z.ZodObject {
+/**
+ * A whole Kubernetes object embedded in a field, with a declared schema:
+ * `x-kubernetes-embedded-resource: true`. The server checks its `apiVersion`, `kind` and
+ * `metadata`; only `metadata.name` and `metadata.generateName` may carry constraints.
+ *
+ * @param schema The object's schema.
+ * @returns A copy of `schema` marked as an embedded resource.
+ *
+ * @example A Pod template kept as declared
+ * ```ts
+ * import { z } from "zod";
+ * import { embeddedResource, toStructuralSchema } from "./schema.ts";
+ * const pod = embeddedResource(z.object({ apiVersion: z.literal("v1"), kind: z.literal("Pod") }));
+ * if (!toStructuralSchema(pod)["x-kubernetes-embedded-resource"]) throw new Error();
+ * ```
+ */
+export function embeddedResource<S extends ZodObject>(schema: S): S;
+export function embeddedResource(schema?: ZodObject): ZodObject {
   const s = schema ?? z.looseObject({
     apiVersion: z.string(),
     kind: z.string(),
@@ -203,7 +231,7 @@ export function embeddedResource(schema?: z.ZodObject): z.ZodObject {
  * if (s["x-kubernetes-list-type"] !== "set") throw new Error();
  * ```
  */
-export function listType<S extends z.ZodArray>(schema: S, type: "atomic" | "set"): S {
+export function listType<S extends ZodArray>(schema: S, type: "atomic" | "set"): S {
   return schema.meta({ "x-kubernetes-list-type": type }) as S;
 }
 
@@ -225,7 +253,7 @@ export function listType<S extends z.ZodArray>(schema: S, type: "atomic" | "set"
  * if (s["x-kubernetes-list-map-keys"]?.[0] !== "name") throw new Error();
  * ```
  */
-export function listMap<S extends z.ZodArray>(schema: S, keys: readonly string[]): S {
+export function listMap<S extends ZodArray>(schema: S, keys: readonly string[]): S {
   return schema.meta({
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": [...keys],
@@ -248,7 +276,7 @@ export function listMap<S extends z.ZodArray>(schema: S, keys: readonly string[]
  * if (s["x-kubernetes-map-type"] !== "atomic") throw new Error();
  * ```
  */
-export function mapType<S extends z.ZodObject | z.ZodRecord>(
+export function mapType<S extends ZodObject | ZodRecord>(
   schema: S,
   type: "atomic" | "granular",
 ): S {

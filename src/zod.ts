@@ -1,14 +1,19 @@
 /**
  * kubeno's one door to zod (v4): the schema library `defineResource` reads.
  *
+ * Besides `z`, this module names the zod types that kubeno's own signatures use. They are
+ * aliases, not copies: each is the very type zod declares, so schemas built with `z` (or with
+ * zod imported directly) fit them, and inference is unchanged.
+ *
  * @module
  */
 import { z as zod } from "zod";
 
 /**
  * zod v4, re-exported so that `defineResource` schemas need no other import. Use it for
- * values (`z.object(...)`, `z.string()`); for zod's types (`z.infer`, `z.ZodType`), import
- * `type { z }` from `npm:zod` directly.
+ * values (`z.object(...)`, `z.string()`); the zod types kubeno's signatures use are exported
+ * beside it ({@linkcode ZodType}, {@linkcode ZodObject}, ...); for the others (`z.infer`,
+ * `z.ZodEnum`), import `type { z }` from `npm:zod` directly.
  *
  * @example A spec schema
  * ```ts
@@ -18,3 +23,59 @@ import { z as zod } from "zod";
  * ```
  */
 export const z: typeof zod = zod;
+
+// Aliases whose target has type arguments are spelled as what a `z` function returns
+// (`ReturnType<typeof z.optional<T>>`) rather than `zod.ZodOptional<T>`: the same type, but
+// `deno doc --lint` then sees only public names (`z`) instead of zod's undocumented internals.
+
+/** Any zod schema: zod's `z.ZodType`. */
+export type ZodType = zod.ZodType;
+
+/** A zod object schema of any shape: zod's `z.ZodObject`, what `z.object(...)` returns. */
+export type ZodObject = zod.ZodObject;
+
+/** A zod array schema of any item: zod's `z.ZodArray`, what `z.array(...)` returns. */
+export type ZodArray = zod.ZodArray;
+
+/** A zod string schema: zod's `z.ZodString`, what `z.string()` returns. */
+export type ZodString = zod.ZodString;
+
+/** A zod integer schema: zod's `z.ZodInt`, what `z.int()` returns. */
+export type ZodInt = zod.ZodInt;
+
+/**
+ * A zod record schema: zod's `z.ZodRecord<Key, Value>`, what `z.record(key, value)` returns.
+ *
+ * @typeParam Key The schema of the keys.
+ * @typeParam Value The schema of the values.
+ */
+export type ZodRecord<
+  Key extends Parameters<typeof z.record>[0] = Parameters<typeof z.record>[0],
+  Value extends ZodType = ZodType,
+> = ReturnType<typeof z.record<Key, Value>>;
+
+/**
+ * An optional zod schema: zod's `z.ZodOptional<T>`, what `schema.optional()` returns.
+ *
+ * @typeParam T The schema made optional.
+ */
+export type ZodOptional<T extends ZodType = ZodType> = ReturnType<typeof z.optional<T>>;
+
+/**
+ * A zod union schema: zod's `z.ZodUnion<Options>`, what `z.union(options)` returns.
+ *
+ * @typeParam Options The schemas of the alternatives.
+ */
+export type ZodUnion<Options extends readonly ZodType[] = readonly ZodType[]> = ReturnType<
+  typeof z.union<Options>
+>;
+
+/**
+ * A zod object schema that keeps unknown fields: zod's `z.ZodObject<Shape, z.core.$loose>`,
+ * what `z.looseObject(shape)` returns.
+ *
+ * @typeParam Shape The schemas of the known fields.
+ */
+export type ZodLooseObject<Shape extends Record<string, ZodType>> = ReturnType<
+  typeof z.looseObject<Shape>
+>;
