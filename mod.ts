@@ -21,6 +21,7 @@ export type {
   ManagedFieldsEntry,
   ObjectMeta,
   ObjectRef,
+  OpenObject,
   OwnerReference,
 } from "./src/object.ts";
 export {
@@ -57,6 +58,7 @@ export type {
   CustomResourceDefinitionCondition,
   CustomResourceDefinitionNames,
   CustomResourceDefinitionSpec,
+  CustomResourceDefinitionVersion,
   JSONSchemaProps,
   PrinterColumn,
   ScaleSubresource,
@@ -131,7 +133,6 @@ export {
   ClusterRole,
   ClusterRoleBinding,
   CustomResourceDefinition,
-  type CustomResourceDefinitionVersion,
   EventsV1Event,
   Lease,
   MutatingWebhookConfiguration,
@@ -293,6 +294,7 @@ export {
   Gauge,
   Histogram,
   type HistogramOptions,
+  type HttpEndpoint,
   type LabelValues,
   type MetricOptions,
   METRICS_CONTENT_TYPE,
@@ -335,6 +337,7 @@ export {
   type Admission,
   admission,
   type AdmissionContext,
+  type AdmissionContextBase,
   AdmissionDenied,
   type AdmissionOptions,
   type ValidatedOperation,
@@ -393,4 +396,15 @@ export {
 } from "./src/webhook_register.ts";
 export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook_handler.ts";
 export { fromYaml, toYaml } from "./src/yaml.ts";
-export { z } from "./src/zod.ts";
+export {
+  z,
+  type ZodArray,
+  type ZodInt,
+  type ZodLooseObject,
+  type ZodObject,
+  type ZodOptional,
+  type ZodRecord,
+  type ZodString,
+  type ZodType,
+  type ZodUnion,
+} from "./src/zod.ts";

@@ -21,6 +21,6 @@ export {
   type KubectlResult,
   startControlPlane,
 } from "./src/control_plane.ts";
-export { AssetsError, KUBERNETES_VERSION } from "./src/_assets.ts";
+export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/_assets.ts";
 export { FakeClock } from "./src/fake_clock.ts";
 export { FaultProxy, type FaultProxyOptions, startFaultProxy } from "./src/fault_proxy.ts";

@@ -1,6 +1,6 @@
 // The ReconcileContext a controller hands to reconcile/finalize: write helpers bound to the
 // primary object and the controller's field manager.
-import type { Logger } from "@logtape/logtape";
+import type { Logger } from "./log.ts";
 import type { Client } from "./client.ts";
 import type { ApplyObject, MergePatch } from "./client_types.ts";
 import { type ConditionInput, setCondition } from "./conditions.ts";

@@ -43,8 +43,11 @@ import { webhookConfigurations } from "./webhook_manifests.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
-/** What every handler is told about the request besides the objects. */
-interface ContextBase {
+/**
+ * What every admission handler is told about the request besides the objects; part of each
+ * {@link AdmissionContext}.
+ */
+export interface AdmissionContextBase {
   /** True for dry runs: nothing will be persisted. */
   dryRun: boolean;
   /** Who made the request. */
@@ -65,9 +68,9 @@ interface ContextBase {
  * `oldObject`, DELETE has `oldObject` (narrow on `operation`, also after destructuring).
  */
 export type AdmissionContext<T> =
-  | ContextBase & { operation: "CREATE"; object: T; oldObject?: undefined }
-  | ContextBase & { operation: "UPDATE"; object: T; oldObject: T }
-  | ContextBase & { operation: "DELETE"; object?: undefined; oldObject: T };
+  | AdmissionContextBase & { operation: "CREATE"; object: T; oldObject?: undefined }
+  | AdmissionContextBase & { operation: "UPDATE"; object: T; oldObject: T }
+  | AdmissionContextBase & { operation: "DELETE"; object?: undefined; oldObject: T };
 
 /**
  * What `validate` returns: nothing (or `true`) to allow, a string to deny with that message,
@@ -215,6 +218,8 @@ export class AdmissionDenied extends Error {
   readonly warnings: string[];
 
   /**
+   * Creates the denial.
+   *
    * @param message Why the request is denied, shown to the client.
    * @param options `code` (default 403), `warnings` and `cause`.
    */

@@ -9,10 +9,38 @@
  * @module
  */
 
-import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
+import { configure, getLogger as logTapeLogger, type LogRecord, reset } from "@logtape/logtape";
+import type * as LogTape from "@logtape/logtape";
 import { redact } from "./_log_redact.ts";
 
-export { getLogger, type Logger };
+/**
+ * A logger: LogTape's `Logger` (https://jsr.io/@logtape/logtape/doc/~/Logger), what
+ * {@linkcode getLogger} returns and what reconcile functions get as `ctx.log`. Log with
+ * `log.info("Reconciled {name}", { name })` (also `trace`, `debug`, `warn`, `error`, `fatal`);
+ * `log.with({ ... })` returns a logger adding those properties to every record.
+ */
+// An alias rather than a re-export: re-exported, LogTape's whole Logger interface, with the
+// library's undocumented helper types, would become part of kubeno's documentation.
+export type Logger = LogTape.Logger;
+
+/**
+ * The logger of a category. Loggers are cheap and cached by category; what they write, and
+ * where, is set once by {@linkcode configureLogging} (nothing is written before that).
+ *
+ * @param category The category, e.g. `["myoperator", "controller"]`; a string is a
+ * one-element category; omitted, the root logger.
+ * @returns The logger.
+ *
+ * @example A controller's logger
+ * ```ts
+ * import { getLogger } from "./log.ts";
+ * const log = getLogger(["myoperator", "controller"]);
+ * log.info("Reconciled {name}", { name: "web" });
+ * ```
+ */
+export function getLogger(category?: string | readonly string[]): Logger {
+  return logTapeLogger(category);
+}
 export { redact };
 
 /** Log levels, from most to least verbose. */

@@ -43,7 +43,10 @@ const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** What all metric families share: a name, help, label names and series. */
+/**
+ * @internal What all metric families share: a name, help, label names and series. The
+ * metric types are `Counter`, `Gauge` and `Histogram`; this base is not for subclassing.
+ */
 abstract class Family<L extends string, S> {
   /** The family's name. */
   readonly name: string;
@@ -116,6 +119,7 @@ export class Counter<L extends string = never> extends Family<L, { v: number }> 
   /** `"counter"`. */
   readonly kind = "counter";
 
+  /** @internal A new series' state. */
   protected init(): { v: number } {
     return { v: 0 };
   }
@@ -145,6 +149,7 @@ export class Counter<L extends string = never> extends Family<L, { v: number }> 
     return this.series(labels).v;
   }
 
+  /** @internal Renders one series in the text exposition format. */
   protected renderSeries(out: string[], labels: string[][], s: { v: number }): void {
     out.push(`${this.name}${renderLabels(labels)} ${formatValue(s.v)}`);
   }
@@ -159,6 +164,7 @@ export class Gauge<L extends string = never> extends Family<L, { v: number }> {
   /** `"gauge"`. */
   readonly kind = "gauge";
 
+  /** @internal A new series' state. */
   protected init(): { v: number } {
     return { v: 0 };
   }
@@ -206,11 +212,13 @@ export class Gauge<L extends string = never> extends Family<L, { v: number }> {
     return this.series(labels).v;
   }
 
+  /** @internal Renders one series in the text exposition format. */
   protected renderSeries(out: string[], labels: string[][], s: { v: number }): void {
     out.push(`${this.name}${renderLabels(labels)} ${formatValue(s.v)}`);
   }
 }
 
+/** @internal A histogram series: bucket counts, sum and count. */
 interface HistogramState {
   counts: number[];
   sum: number;
@@ -247,6 +255,7 @@ export class Histogram<L extends string = never> extends Family<L, HistogramStat
     this.buckets = buckets;
   }
 
+  /** @internal A new series' state. */
   protected init(): HistogramState {
     return { counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 };
   }
@@ -277,6 +286,7 @@ export class Histogram<L extends string = never> extends Family<L, HistogramStat
     return { count: s.count, sum: s.sum };
   }
 
+  /** @internal Renders one series in the text exposition format. */
   protected renderSeries(out: string[], labels: string[][], s: HistogramState): void {
     let cumulative = 0;
     this.buckets.forEach((b, i) => {

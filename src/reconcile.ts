@@ -25,7 +25,7 @@
  *
  * @module
  */
-import type { Logger } from "@logtape/logtape";
+import type { Logger } from "./log.ts";
 import type { Client } from "./client.ts";
 import type { ApplyObject, MergePatch } from "./client_types.ts";
 import type { ConditionInput } from "./conditions.ts";
@@ -82,6 +82,8 @@ export function requeue(ms: number): Requeue {
  */
 export class TerminalError extends Error {
   /**
+   * Creates the error.
+   *
    * @param message One line naming what failed and why.
    * @param options The standard `cause`.
    */
