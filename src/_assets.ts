@@ -19,6 +19,7 @@ export type AssetName =
 
 /** Thrown when the binaries cannot be found or built. */
 export class AssetsError extends Error {
+  /** `"AssetsError"`. */
   override name = "AssetsError";
 }
 

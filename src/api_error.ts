@@ -217,6 +217,8 @@ export class ConnectionError extends Error {
   readonly verb: string;
 
   /**
+   * Creates the error; the message names the verb, the server and the cause.
+   *
    * @param server The API server URL.
    * @param verb The request's verb, e.g. `list`.
    * @param cause The underlying error.

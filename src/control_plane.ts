@@ -39,13 +39,17 @@ export interface ControlPlaneOptions {
 
 /** Thrown when a control-plane component cannot start; the message includes its log tail. */
 export class ControlPlaneError extends Error {
+  /** `"ControlPlaneError"`. */
   override name = "ControlPlaneError";
 }
 
 /** The result of running `kubectl`. */
 export interface KubectlResult {
+  /** kubectl's exit code; 0 on success. */
   code: number;
+  /** What kubectl wrote to stdout. */
   stdout: string;
+  /** What kubectl wrote to stderr. */
   stderr: string;
 }
 

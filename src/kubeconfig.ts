@@ -76,6 +76,8 @@ export class KubeconfigError extends Error {
   readonly path: string;
 
   /**
+   * Creates the error; the message is `Cannot load kubeconfig "<path>": <problem>`.
+   *
    * @param path The kubeconfig's path, or `in-cluster`.
    * @param problem What is wrong, one line.
    * @param options The standard `cause`.

@@ -46,7 +46,7 @@ export type Predicate<T = KubeObject> = (event: PredicateEvent<T>) => boolean;
  * if (!specOrDeletion({ type: "update", old, object: deleting })) throw new Error();
  * ```
  */
-export const generationChanged: Predicate<KubeObject> = (event) =>
+export const generationChanged: Predicate<KubeObject> = (event): boolean =>
   event.type !== "update" || event.old.metadata.generation !== event.object.metadata.generation;
 
 /**
@@ -63,7 +63,7 @@ export const generationChanged: Predicate<KubeObject> = (event) =>
  * if (!labelsChanged({ type: "update", old, object })) throw new Error();
  * ```
  */
-export const labelsChanged: Predicate<KubeObject> = (event) =>
+export const labelsChanged: Predicate<KubeObject> = (event): boolean =>
   event.type !== "update" || !sameMap(event.old.metadata.labels, event.object.metadata.labels);
 
 /**
@@ -80,7 +80,7 @@ export const labelsChanged: Predicate<KubeObject> = (event) =>
  * if (!annotationsChanged({ type: "update", old, object })) throw new Error();
  * ```
  */
-export const annotationsChanged: Predicate<KubeObject> = (event) =>
+export const annotationsChanged: Predicate<KubeObject> = (event): boolean =>
   event.type !== "update" ||
   !sameMap(event.old.metadata.annotations, event.object.metadata.annotations);
 
@@ -98,7 +98,7 @@ export const annotationsChanged: Predicate<KubeObject> = (event) =>
  * if (resourceVersionChanged({ type: "update", old: obj, object: obj })) throw new Error();
  * ```
  */
-export const resourceVersionChanged: Predicate<KubeObject> = (event) =>
+export const resourceVersionChanged: Predicate<KubeObject> = (event): boolean =>
   event.type !== "update" ||
   event.old.metadata.resourceVersion !== event.object.metadata.resourceVersion;
 
@@ -118,7 +118,7 @@ export const resourceVersionChanged: Predicate<KubeObject> = (event) =>
  * if (deletionStarted({ type: "create", object: old })) throw new Error();
  * ```
  */
-export const deletionStarted: Predicate<KubeObject> = (event) => {
+export const deletionStarted: Predicate<KubeObject> = (event): boolean => {
   switch (event.type) {
     case "create":
       return !!event.object.metadata.deletionTimestamp;

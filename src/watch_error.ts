@@ -59,6 +59,8 @@ export class WatchError extends Error {
   readonly reason: string | undefined;
 
   /**
+   * Creates the error with the watch it ended and how it failed.
+   *
    * @param message One line naming the resource and the cause.
    * @param init The resource, whether the failure is persistent, the status code and reason.
    * @param options The standard `cause`.
