@@ -1,5 +1,6 @@
 # Builds a kubeno operator into one self-contained binary and runs it as a non-root user on a
-# minimal base. The root filesystem can be mounted read-only: the binary writes nothing.
+# minimal base. The root filesystem can be mounted read-only; the generated Deployment mounts
+# an emptyDir at /tmp for the webhook server's socket.
 #
 #   docker build -t myapp-operator .                       # the example operator
 #   docker build --build-arg ENTRY=path/to/op.ts -t op .  # your own
@@ -10,9 +11,11 @@ ARG ENTRY=examples/myapp.ts
 WORKDIR /src
 COPY deno.json deno.lock ./
 COPY . .
+# Exactly an operator's permissions (kubeno compile --in-cluster prints the same list).
 RUN deno install --entrypoint "${ENTRY}" \
- && deno compile --no-check \
-      --allow-net --allow-env --allow-read --allow-sys=hostname,osRelease \
+ && deno compile \
+      --allow-net --allow-read=/var/run/secrets/kubernetes.io,/tmp --allow-write=/tmp \
+      --allow-env --allow-sys=hostname \
       --output /out/operator "${ENTRY}"
 
 FROM gcr.io/distroless/cc-debian12:nonroot

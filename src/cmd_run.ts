@@ -246,7 +246,12 @@ once the caches have synced (standbys included).`,
 
     const stop = new AbortController();
     let signals = 0;
+    let firstSignalAt = 0;
     const onSignal = () => {
+      // `deno task` forwards the terminal's Ctrl-C, so one keypress can arrive twice within
+      // milliseconds; only a signal sent later means "stop waiting".
+      if (signals > 0 && Date.now() - firstSignalAt < 1_000) return;
+      firstSignalAt ||= Date.now();
       if (++signals > 1) {
         ctx.err(`${ctx.def.name}: Second signal received; exiting without waiting`);
         Deno.exit(EXIT.failure);

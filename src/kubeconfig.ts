@@ -355,7 +355,14 @@ function checkTlsData(source: string, ca: string | undefined, creds: Credentials
 function exists(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
-  } catch {
+  } catch (err) {
+    // A compiled operator runs with exact permissions: say so instead of "does not exist".
+    if (err instanceof Deno.errors.NotCapable) {
+      throw new KubeconfigError(
+        path,
+        `this program may not read it; grant --allow-read=${path} (or run inside the cluster)`,
+      );
+    }
     return false;
   }
 }

@@ -279,6 +279,7 @@ function deployment(
           serviceAccountName: init.name,
           securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
           terminationGracePeriodSeconds: 30,
+          volumes: [{ name: "tmp", emptyDir: { sizeLimit: "16Mi" } }],
           containers: [{
             name: "operator",
             image: init.image,
@@ -294,6 +295,8 @@ function deployment(
                 ? [{ name: "webhook", containerPort: ports.webhook, protocol: "TCP" }]
                 : []),
             ],
+            // The root filesystem is read-only; the webhook server's Unix socket lives in /tmp.
+            volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
             livenessProbe: probe("/healthz", 15),
             readinessProbe: probe("/readyz", 5),
             resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
