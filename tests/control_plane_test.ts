@@ -3,25 +3,7 @@
 import * as k8s from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
-}
+import { waitFor } from "./_helpers.ts";
 
 function clientsFor(kubeconfigPath: string) {
   const kc = new k8s.KubeConfig();
@@ -61,13 +43,9 @@ Deno.test("control plane: ConfigMap CRUD, watch and RBAC through client-node", a
       });
       assert.deepEqual(list.items.map((c) => c.metadata?.name), ["one"]);
       await core.deleteNamespacedConfigMap({ name: "one", namespace: "default" });
-      await until(
-        "ADDED and DELETED watch events",
-        () =>
-          Promise.resolve(
-            events.includes("ADDED one") && events.includes("DELETED one") ? true : undefined,
-          ),
-      );
+      await waitFor(() => events.includes("ADDED one") && events.includes("DELETED one"), {
+        what: "ADDED and DELETED watch events",
+      });
       await assert.rejects(
         core.readNamespacedConfigMap({ name: "one", namespace: "default" }),
         (e: { code?: number }) => e.code === 404,
@@ -95,18 +73,10 @@ Deno.test("control plane: ConfigMap CRUD, watch and RBAC through client-node", a
     const pids = await pidsMentioning(cp.dir);
     assert.ok(pids.length >= 2, `expected etcd and kube-apiserver running, found ${pids.length}`);
     await cp.stop();
-    await until(
-      "processes to exit",
-      async () => (await pidsMentioning(cp.dir)).length === 0 ? true : undefined,
-    );
-    await until("temp folder removal", async () => {
-      try {
-        await Deno.stat(cp.dir);
-        return undefined;
-      } catch {
-        return true;
-      }
+    await waitFor(async () => (await pidsMentioning(cp.dir)).length === 0, {
+      what: "processes to exit",
     });
+    await waitFor(() => gone(cp.dir), { what: "temp folder removal" });
   });
 });
 
@@ -138,19 +108,10 @@ Deno.test("control plane: SIGINT to the test process leaves nothing behind", asy
   await child.status;
   reader.releaseLock();
   await child.stdout.cancel().catch(() => {});
-  await until(
-    "etcd and kube-apiserver to exit",
-    async () => (await pidsMentioning(dir)).length === 0 ? true : undefined,
-    30_000,
-  );
-  await until("temp folder removal", async () => {
-    try {
-      await Deno.stat(dir);
-      return undefined;
-    } catch {
-      return true;
-    }
-  }, 30_000);
+  await waitFor(async () => (await pidsMentioning(dir)).length === 0, {
+    what: "etcd and kube-apiserver to exit",
+  });
+  await waitFor(() => gone(dir), { what: "temp folder removal" });
 });
 
 Deno.test("control plane: without binaries or Go, one line names both remedies", async () => {
@@ -193,4 +154,13 @@ async function pidsMentioning(text: string): Promise<number[]> {
     } catch { /* exited */ }
   }
   return pids;
+}
+
+async function gone(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return false;
+  } catch {
+    return true;
+  }
 }

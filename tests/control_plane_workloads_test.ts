@@ -3,25 +3,7 @@
 import * as k8s from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs = 90_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
-}
+import { waitFor } from "./_helpers.ts";
 
 Deno.test("control plane with workloads: Deployment becomes Ready and is garbage-collected", async (t) => {
   await using cp = await startControlPlane({ workloads: true });
@@ -58,10 +40,10 @@ Deno.test("control plane with workloads: Deployment becomes Ready and is garbage
         },
       },
     });
-    const ready = await until("2 ready replicas", async () => {
+    const ready = await waitFor(async () => {
       const d = await apps.readNamespacedDeployment({ name: "web", namespace: "default" });
-      return d.status?.readyReplicas === 2 ? d.status.readyReplicas : undefined;
-    });
+      return d.status?.readyReplicas === 2 && d.status.readyReplicas;
+    }, { what: "2 ready replicas", timeoutMs: 90_000 });
     assert.equal(ready, 2);
     const pods = await core.listNamespacedPod({ namespace: "default", labelSelector: "app=web" });
     assert.equal(pods.items.length, 2);
@@ -70,14 +52,13 @@ Deno.test("control plane with workloads: Deployment becomes Ready and is garbage
 
   await t.step("deleting the owner garbage-collects the Deployment", async () => {
     await core.deleteNamespacedConfigMap({ name: "owner", namespace: "default" });
-    await until("the Deployment to be garbage-collected", async () => {
-      try {
-        await apps.readNamespacedDeployment({ name: "web", namespace: "default" });
-        return undefined;
-      } catch (e) {
-        return (e as { code?: number }).code === 404 ? true : undefined;
-      }
-    });
+    await waitFor(
+      () => is404(apps.readNamespacedDeployment({ name: "web", namespace: "default" })),
+      {
+        what: "the Deployment to be garbage-collected",
+        timeoutMs: 90_000,
+      },
+    );
   });
 
   await t.step("namespace deletion completes", async () => {
@@ -87,13 +68,14 @@ Deno.test("control plane with workloads: Deployment becomes Ready and is garbage
       body: { metadata: { name: "x" } },
     });
     await core.deleteNamespace({ name: "doomed" });
-    await until("namespace to be gone", async () => {
-      try {
-        await core.readNamespace({ name: "doomed" });
-        return undefined;
-      } catch (e) {
-        return (e as { code?: number }).code === 404 ? true : undefined;
-      }
+    await waitFor(() => is404(core.readNamespace({ name: "doomed" })), {
+      what: "the namespace to be gone",
+      timeoutMs: 90_000,
     });
   });
 });
+
+/** Whether a client-node read fails with 404. */
+function is404(read: Promise<unknown>): Promise<boolean> {
+  return read.then(() => false, (e: { code?: number }) => e.code === 404);
+}
