@@ -88,7 +88,8 @@ export function renderMarkdown(r: Results): string {
   const s = r.scenarios;
   const lines: string[] = [];
   lines.push(
-    `Measured ${r.generatedAt} (${r.mode} run) with \`${r.command}\`.`,
+    `Measured ${r.generatedAt} (${r.mode} run) with \`${r.command}\` (each scenario's own ` +
+      "time, command and load average are in bench/results.json).",
     "",
     `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB memory, ${m.os}; 1-minute load ` +
       `average ${m.loadBefore} before and ${m.loadAfter} after the run. Versions: Deno ${v.deno}, ` +

@@ -7,9 +7,10 @@
 //   deno run -A bench/run.ts --smoke    tiny N, 1 run, no microbenchmarks (CI smoke test)
 //
 // Options: --only=converge,informer,latency,footprint,micro  --reps=N  --out=DIR
-// Full runs write bench/results.json and regenerate the table in BENCHMARKS.md; quick runs
-// write bench/results-quick.json; smoke runs write into a temp folder. Every run prints the
-// table. Nothing here asserts timings.
+// Full runs write bench/results.json and regenerate the table in BENCHMARKS.md (with --only,
+// the scenarios run replace theirs in the existing results); quick runs write
+// bench/results-quick.json; smoke runs write into a temp folder. Every run prints the table.
+// Nothing here asserts timings.
 import { parseArgs } from "node:util";
 import { KUBERNETES_VERSION } from "../src/_assets.ts";
 import {
@@ -199,24 +200,38 @@ if (only.has("micro")) {
   ]);
 }
 
+const command = `deno task bench${mode === "full" ? "" : ` --${mode}`}` +
+  (opts.only ? ` --only=${opts.only}` : "") + (opts.reps ? ` --reps=${opts.reps}` : "");
+const now = new Date().toISOString();
+const loadAfter = loadAverage();
+for (const v of Object.values(scenarios)) {
+  if (v && typeof v === "object" && !Array.isArray(v)) {
+    Object.assign(v, { measuredAt: now, command, load: [loadBefore, loadAfter] });
+  }
+}
+const resultsPath = `${outDir}/${mode === "full" ? "results.json" : `results-${mode}.json`}`;
+// With --only, the scenarios run replace theirs in an existing results file of the same
+// mode; the others are kept as measured before.
+const previous: Results | undefined = opts.only
+  ? await Deno.readTextFile(resultsPath).then(JSON.parse).catch(() => undefined)
+  : undefined;
 const results: Results = {
-  generatedAt: new Date().toISOString(),
-  command: `deno task bench${mode === "full" ? "" : ` --${mode}`}` +
-    (opts.only ? ` --only=${opts.only}` : "") + (opts.reps ? ` --reps=${opts.reps}` : ""),
+  generatedAt: now,
+  command: previous ? `${previous.command}; ${command}` : command,
   mode,
-  machine: { ...machine(), loadBefore, loadAfter: loadAverage() },
+  machine: {
+    ...machine(),
+    loadBefore: previous ? `${previous.machine.loadBefore}, ${loadBefore}` : loadBefore,
+    loadAfter: previous ? `${previous.machine.loadAfter}, ${loadAfter}` : loadAfter,
+  },
   versions: { ...await versions(), kubernetes: KUBERNETES_VERSION },
   params: { ...size },
-  scenarios,
+  scenarios: { ...previous?.scenarios, ...scenarios },
 };
 const table = renderMarkdown(results);
-const resultsPath = `${outDir}/${mode === "full" ? "results.json" : `results-${mode}.json`}`;
 await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
-if (mode === "full" && !opts.out && !opts.only) {
-  await updateMarkdown(`${BENCH}../BENCHMARKS.md`, table);
-}
+const writeMd = mode === "full" && !opts.out;
+if (writeMd) await updateMarkdown(`${BENCH}../BENCHMARKS.md`, table);
 await Deno.remove(tmp, { recursive: true }).catch(() => {});
 console.log(table);
-log(
-  `wrote ${resultsPath}${mode === "full" && !opts.out && !opts.only ? " and BENCHMARKS.md" : ""}`,
-);
+log(`wrote ${resultsPath}${writeMd ? " and BENCHMARKS.md" : ""}`);
