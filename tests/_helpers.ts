@@ -143,3 +143,24 @@ export function recordingClient(
     },
   };
 }
+
+/**
+ * Whether `deno compile` can get its runtime (denort): `DENORT_BIN` is set, or the download
+ * host answers. Tests of compiled binaries skip visibly, with that reason, when it cannot.
+ *
+ * @returns True when compiling is possible here.
+ */
+export async function denortAvailable(): Promise<boolean> {
+  if (Deno.env.get("DENORT_BIN")) return true;
+  try {
+    const res = await fetch("https://dl.deno.land/", { signal: AbortSignal.timeout(3_000) });
+    await res.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The name suffix of a test skipped because `deno compile` cannot get denort here. */
+export const COMPILE_SKIP_REASON =
+  "(skipped: deno compile needs denort from the internet; set DENORT_BIN)";

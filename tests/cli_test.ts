@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { localKubeconfigPaths, operatorPermissions } from "../src/cli_compile.ts";
 import { freePort } from "../src/_process.ts";
-import { waitFor } from "./_helpers.ts";
+import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
 
 const REPO = new URL("../", import.meta.url);
 const CLI = new URL("cli.ts", REPO).pathname;
@@ -208,17 +208,6 @@ Deno.test("init makes a project that passes its own check and test; create resou
   });
 });
 
-/** Whether deno compile can get denort: DENORT_BIN is set, or its download host answers. */
-async function denortAvailable(): Promise<boolean> {
-  if (Deno.env.get("DENORT_BIN")) return true;
-  try {
-    const res = await fetch("https://dl.deno.land/", { signal: AbortSignal.timeout(3_000) });
-    await res.body?.cancel();
-    return true;
-  } catch {
-    return false;
-  }
-}
 const canCompile = await denortAvailable();
 
 Deno.test("compile: --dry-run shows operatorPermissions(); without denort one line says why", async () => {
@@ -260,7 +249,7 @@ Deno.test({
   name: canCompile
     ? "compile: the binary installs and reconciles with only its compiled permissions"
     : "compile: the binary installs and reconciles with only its compiled permissions " +
-      "(skipped: deno compile needs denort from the internet; set DENORT_BIN)",
+      COMPILE_SKIP_REASON,
   ignore: !canCompile,
   async fn() {
     await using tmp = await tempDir();
