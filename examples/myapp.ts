@@ -177,6 +177,9 @@ export const myappOperator = operator({
   controllers: [controller],
   webhooks: [webhook],
   leaderElection: { leaseName: "myapp-operator" },
+  // The seed watches the namespace it runs in (the generated Deployment sets POD_NAMESPACE);
+  // outside a cluster POD_NAMESPACE is unset and it watches all namespaces.
+  watchNamespaces: [Deno.env.get("POD_NAMESPACE") ?? ""],
 });
 
 if (import.meta.main) await myappOperator.main();

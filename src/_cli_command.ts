@@ -43,6 +43,8 @@ export interface OperatorDefinition {
   };
   /** Extra RBAC rules. */
   rules: readonly PolicyRule[];
+  /** Namespaces watched when no flag or environment variable says otherwise. */
+  watchNamespaces: readonly string[];
 }
 
 /** Where a command writes. */

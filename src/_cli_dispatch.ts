@@ -195,6 +195,7 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
       ...durations(name, leOptions),
     },
     rules: [...(options.rules ?? [])],
+    watchNamespaces: (options.watchNamespaces ?? []).filter((ns) => ns !== ""),
   };
 }
 

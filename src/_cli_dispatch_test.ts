@@ -136,6 +136,16 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
   assert.equal(off.healthAddress, "127.0.0.1:9000");
   assert.throws(() => runSettings(def, { "metrics-bind-address": "8080" }), /HOST:PORT/);
 
+  // The seed's default: the pod's own namespace, unless a flag says otherwise.
+  const seed = defineOperator({
+    name: "x",
+    controllers: [controller],
+    watchNamespaces: ["pods-ns", ""],
+  });
+  assert.deepEqual(runSettings(seed, {}).watchNamespaces, ["pods-ns"]);
+  assert.deepEqual(runSettings(seed, { "watch-namespace": "a" }).watchNamespaces, ["a"]);
+  assert.deepEqual(runSettings(def, {}).watchNamespaces, []);
+
   const fast = runSettings(def, {
     "leader-elect-lease-duration": "3s",
     "leader-elect-renew-deadline": "2s",

@@ -188,7 +188,9 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
     throw new UsageError(`Flag "--watch-stall-timeout" takes a positive duration`);
   }
   return {
-    watchNamespaces: parseList(str("watch-namespace") ?? env("WATCH_NAMESPACE")),
+    watchNamespaces: str("watch-namespace") ?? env("WATCH_NAMESPACE")
+      ? parseList(str("watch-namespace") ?? env("WATCH_NAMESPACE"))
+      : [...def.watchNamespaces],
     leaderElection: elect
       ? {
         name: d.leaseName,
@@ -227,8 +229,8 @@ reconciles finish and the process exits 0 (a second signal exits at once with 1)
 starting it checks that each controller's kind is installed and readable.
 
 The operator's namespace (for the Lease) is --namespace, else POD_NAMESPACE, else
-<name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else all namespaces;
-POD_NAMESPACE does not limit the watch (pass --watch-namespace=$(POD_NAMESPACE) for that).
+<name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else the namespaces of
+the operator's watchNamespaces option, else all namespaces.
 
 With --leader-elect, controllers run only while this replica holds the Lease named after
 the operator (in --leader-elect-namespace, else the operator's namespace). Losing the Lease

@@ -142,4 +142,11 @@ export interface OperatorOptions {
    * @default []
    */
   rules?: readonly PolicyRule[];
+  /**
+   * Namespaces `run` watches when neither `--watch-namespace` nor `WATCH_NAMESPACE` is given;
+   * empty means all. The kubebuilder seed watches the namespace it runs in:
+   * `watchNamespaces: [Deno.env.get("POD_NAMESPACE") ?? ""]` (an empty string is ignored).
+   * @default [] (all namespaces)
+   */
+  watchNamespaces?: readonly string[];
 }
