@@ -112,9 +112,7 @@ async function hasGo(): Promise<boolean> {
 }
 
 async function build(missing: AssetName[], progress: (line: string) => void): Promise<void> {
-  const script = new URL("../testenv/build.sh", import.meta.url);
-  const local = script.protocol === "file:";
-  if (!(await hasGo()) || !local) {
+  if (!(await hasGo())) {
     throw new AssetsError(
       `Cannot start the test control plane: missing ${
         missing.join(", ")
@@ -126,8 +124,9 @@ async function build(missing: AssetName[], progress: (line: string) => void): Pr
       missing.join(", ")
     }); later runs use the cache in ${cacheDir()}`,
   );
+  const script = await buildScript();
   const child = new Deno.Command("bash", {
-    args: [script.pathname],
+    args: [script],
     stdout: "piped",
     stderr: "piped",
     env: { KUBENO_ASSETS_DIR: cacheDir() },
@@ -144,7 +143,38 @@ async function build(missing: AssetName[], progress: (line: string) => void): Pr
   const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
   if (!status.success) {
     throw new AssetsError(
-      `Cannot build the control-plane binaries: "bash ${script.pathname}" exited with ${status.code}; run it by hand to see the Go errors`,
+      `Cannot build the control-plane binaries: "bash ${script}" exited with ${status.code}; run it by hand to see the Go errors`,
     );
   }
+}
+
+/** The wrapper modules and build script, as shipped beside this module. */
+const TESTENV_FILES = [
+  "build.sh",
+  "kubernetes/go.mod",
+  "kubernetes/go.sum",
+  "etcd/go.mod",
+  "etcd/go.sum",
+  "kwok/go.mod",
+  "kwok/go.sum",
+];
+
+/**
+ * The path of `testenv/build.sh`. From a checkout it is used in place; when kubeno was
+ * imported from a registry (JSR), the script and its Go wrapper modules are downloaded next
+ * to the cache first, so users with Go need nothing else.
+ */
+async function buildScript(): Promise<string> {
+  const base = new URL("../testenv/", import.meta.url);
+  if (base.protocol === "file:") return new URL("build.sh", base).pathname;
+  const dir = `${cacheDir()}.testenv`;
+  for (const f of TESTENV_FILES) {
+    const res = await fetch(new URL(f, base));
+    if (!res.ok) {
+      throw new AssetsError(`Cannot download "${new URL(f, base)}": HTTP ${res.status}`);
+    }
+    await Deno.mkdir(`${dir}/${f.split("/").slice(0, -1).join("/")}`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/${f}`, await res.text());
+  }
+  return `${dir}/build.sh`;
 }
