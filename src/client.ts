@@ -431,7 +431,8 @@ export class Client implements Disposable {
    * that is the watch layer's job.
    *
    * @param res The resource.
-   * @param options Namespace, selectors, resourceVersion, bookmarks, timeout, signal.
+   * @param options Namespace, selectors, resourceVersion, bookmarks, timeout, initial
+   * events (watch-list), signal.
    * @returns The events, `ERROR` ones included (e.g. code 410 for an expired resourceVersion).
    * @throws {ApiError} When the response is not 2xx.
    * @throws {ConnectionError} When the server cannot be reached or the stream breaks.
@@ -455,6 +456,8 @@ export class Client implements Disposable {
         resourceVersion: options.resourceVersion,
         allowWatchBookmarks: options.allowWatchBookmarks,
         timeoutSeconds: options.timeoutSeconds,
+        sendInitialEvents: options.sendInitialEvents,
+        resourceVersionMatch: options.resourceVersionMatch,
       }),
       target: target(res, "watch", { namespace: res.namespaced ? options.namespace : undefined }),
       signal: controller.signal,

@@ -113,6 +113,16 @@ export interface WatchOptions {
   allowWatchBookmarks?: boolean;
   /** Server-side timeout after which the server ends the stream. */
   timeoutSeconds?: number;
+  /**
+   * Stream the current objects as `ADDED` events first (the watch-list of KEP-3157), ended
+   * by a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"`; needs
+   * `allowWatchBookmarks` and `resourceVersionMatch: "NotOlderThan"`. Servers without the
+   * `WatchList` feature reject it (422).
+   * @default false
+   */
+  sendInitialEvents?: boolean;
+  /** How `resourceVersion` applies; a watch allows only `NotOlderThan`, with `sendInitialEvents`. */
+  resourceVersionMatch?: "NotOlderThan";
   /** Aborts the request; the iteration then throws the signal's reason. */
   signal?: AbortSignal;
 }

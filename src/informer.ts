@@ -83,7 +83,13 @@ export interface InformerOptions<T> extends WatchQuery {
    */
   resyncMs?: number;
   /**
-   * Objects per list page.
+   * How to sync (see `watch()`): one streaming watch-list request, falling back to paged
+   * lists when the server refuses it, or always paged lists.
+   * @default "watchList"
+   */
+  initialSync?: "watchList" | "list";
+  /**
+   * Objects per list page, when listing in pages.
    * @default 500
    */
   pageSize?: number;
@@ -211,6 +217,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
+      initialSync: o.initialSync,
       pageSize: o.pageSize,
       stallTimeoutMs: o.stallTimeoutMs,
       timeoutSeconds: o.timeoutSeconds,
@@ -313,7 +320,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   }
 
   /**
-   * The underlying watch's counters (lists, pages, watch requests, stalls, failures).
+   * The underlying watch's counters (syncs, list pages, watch requests, stalls, failures).
    *
    * @returns A snapshot of the stats.
    */

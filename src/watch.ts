@@ -4,13 +4,23 @@
  *
  * ## Flow
  *
- * 1. List in pages (`limit`/`continue`) and yield `relisted` with every object and the
- *    list's `resourceVersion`.
+ * 1. Sync: by default with one streaming watch-list request (`sendInitialEvents=true`,
+ *    `resourceVersionMatch=NotOlderThan`, bookmarks on): the server streams every current
+ *    object as an `ADDED` event from its watch cache and ends them with a `BOOKMARK`
+ *    annotated `k8s.io/initial-events-end: "true"`. The objects received until then are
+ *    yielded as one `relisted` event with the bookmark's `resourceVersion`, and the same
+ *    request goes on as the watch of step 2. With `initialSync: "list"`, or when the
+ *    server refuses watch-lists (400/422, e.g. the `WatchList` feature is off; remembered
+ *    for the stream's life), list in pages (`limit`/`continue`) instead and yield
+ *    `relisted` with every object and the list's `resourceVersion`. A watch-list that fails
+ *    in any other way before its end bookmark is retried once as a paged list at once, as
+ *    client-go's reflector does; the next sync tries the watch-list again.
  * 2. Watch from that `resourceVersion` with bookmarks, yielding `added`/`modified`/
  *    `deleted` and `bookmark`, tracking the `resourceVersion` of every event.
  * 3. When the server ends the watch (its `timeoutSeconds`, 5–10 minutes, random per
  *    request) or the connection drops, watch again from the last `resourceVersion`.
- * 4. When the server answers 410 Gone (HTTP or as a watch `ERROR` event), list again (1).
+ * 4. When the server answers 410 Gone (HTTP or as a watch `ERROR` event, also during the
+ *    initial events), sync again (1).
  * 5. On failure, wait with exponential backoff and jitter and retry the step that failed.
  *
  * ## Guarantees
@@ -20,7 +30,10 @@
  *   order; a `relisted` event replaces the consumer's whole view (objects absent from it
  *   were deleted meanwhile).
  * - A watch that delivers neither an event nor a bookmark within `stallTimeoutMs` is
- *   aborted and restarted; the same deadline bounds each list page.
+ *   aborted and restarted; the same deadline bounds each list page, and the gap between
+ *   two initial events of a watch-list.
+ * - Both ways of syncing yield the same events: one `relisted` with the whole set, then
+ *   live events from its `resourceVersion`.
  * - Failures are logged (LogTape category `["kubeno", "watch"]`) and yielded as `error`
  *   events once per change of state, not once per retry; recovery is logged once.
  * - Aborting `signal` or leaving the `for await` loop closes the open request at once and
@@ -45,6 +58,7 @@ import type { Resource } from "./resource.ts";
 import { Backoff, type BackoffOptions } from "./_backoff.ts";
 import { abortable, Watchdog } from "./_deadline.ts";
 import { describeQuery, isExpired, toWatchError } from "./_watch_errors.ts";
+import { InitialEvents, isInitialEventsEnd, isWatchListRejected } from "./_watch_list.ts";
 import { WatchError } from "./watch_error.ts";
 
 export type { BackoffOptions } from "./_backoff.ts";
@@ -91,6 +105,8 @@ export interface WatchClient {
       resourceVersion?: string;
       allowWatchBookmarks?: boolean;
       timeoutSeconds?: number;
+      sendInitialEvents?: boolean;
+      resourceVersionMatch?: "NotOlderThan";
       signal?: AbortSignal;
     },
   ): AsyncIterable<RawWatchEvent<T>>;
@@ -111,7 +127,14 @@ export interface WatchOptions extends WatchQuery {
   /** Stops the stream: the open request is aborted and iteration ends. */
   signal?: AbortSignal;
   /**
-   * Objects per list page; `0` lists in one request.
+   * How to sync (first and after 410 Gone): `"watchList"` streams the objects over one
+   * watch request (KEP-3157, what client-go 1.35 does), falling back to `"list"` (paged
+   * LIST requests) when the server refuses it; `"list"` always lists in pages.
+   * @default "watchList"
+   */
+  initialSync?: "watchList" | "list";
+  /**
+   * Objects per list page; `0` lists in one request. Used by paged lists only.
    * @default 500
    */
   pageSize?: number;
@@ -146,17 +169,28 @@ export interface WatchOptions extends WatchQuery {
 
 /** Counters and state of a {@linkcode WatchStream}, for health checks and tests. */
 export interface WatchStats {
-  /** What the stream is doing now. */
+  /**
+   * What the stream is doing now; `listing` covers a sync by either way, until its
+   * `relisted` event.
+   */
   state: "idle" | "listing" | "watching" | "backoff" | "stopped";
-  /** The last `resourceVersion` seen (list, event or bookmark). */
+  /**
+   * How the next sync will be done: `watchList` until the server refuses one (or when
+   * `initialSync: "list"`), then `list`.
+   */
+  initialSync: "watchList" | "list";
+  /**
+   * The last `resourceVersion` seen (list, end bookmark, event or bookmark). The initial
+   * events of a watch-list do not move it: it jumps to the end bookmark's.
+   */
   resourceVersion: string | undefined;
-  /** Clock time of the last list, event or bookmark received. */
+  /** Clock time of the last list page, event or bookmark received. */
   lastEventAt: number | undefined;
-  /** List requests sent, one per page. */
+  /** LIST requests sent, one per page; a watch-list sync sends none. */
   listRequests: number;
-  /** Complete lists (initial and relists). */
+  /** Complete syncs (initial and after 410 Gone) by either way: `relisted` events yielded. */
   lists: number;
-  /** Watch requests sent. */
+  /** Watch requests sent, watch-list requests included. */
   watchRequests: number;
   /** List or watch requests open now: never more than 1. */
   openRequests: number;
@@ -200,6 +234,7 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
   readonly #clock: Clock;
   readonly #stats: WatchStats = {
     state: "idle",
+    initialSync: "watchList",
     resourceVersion: undefined,
     lastEventAt: undefined,
     listRequests: 0,
@@ -212,6 +247,8 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     error: undefined,
   };
   #iterated = false;
+  // No sync yet, or the last resourceVersion expired: the next request must sync.
+  #needSync = true;
   // Expired resourceVersions without a watch event in between: the second one backs off.
   #goneInARow = 0;
 
@@ -220,11 +257,19 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
    *
    * @param resource The kind to watch.
    * @param options Query, client, timing and retry options.
+   * @throws {RangeError} When `initialSync` is neither `"watchList"` nor `"list"`.
    */
   constructor(resource: Resource<T>, options: WatchOptions = {}) {
     this.#res = resource;
     this.#opts = options;
     this.#clock = options.clock ?? realClock;
+    const initialSync = options.initialSync ?? "watchList";
+    if (initialSync !== "watchList" && initialSync !== "list") {
+      throw new RangeError(
+        `Cannot watch ${resource.kind}: initialSync must be "watchList" or "list", got "${initialSync}"`,
+      );
+    }
+    this.#stats.initialSync = initialSync;
   }
 
   /**
@@ -261,26 +306,30 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     } catch (err) {
       throw toWatchError(err, "list", this.#res, this.#opts, true);
     }
-    let needList = true;
+    // A watch-list that failed before its end bookmark is followed by one paged list.
+    let listOnce = false;
     let phase: "list" | "watch" = "list";
     try {
       while (!outer?.aborted) {
         let failure: unknown;
+        let watchList = false;
         try {
-          if (needList) {
+          if (this.#needSync && (listOnce || this.#stats.initialSync === "list")) {
             phase = "list";
             this.#stats.state = "listing";
             const { items, resourceVersion } = await this.#list(client);
-            needList = false;
+            this.#needSync = false;
+            listOnce = false;
             this.#progress(resourceVersion);
             this.#stats.lists++;
             yield { type: "relisted", objects: items, resourceVersion };
           }
           phase = "watch";
-          this.#stats.state = "watching";
-          const ended = yield* this.#watchOnce(client);
+          watchList = this.#needSync;
+          this.#stats.state = watchList ? "listing" : "watching";
+          const ended = yield* this.#watchOnce(client, watchList);
           if (ended === "gone") {
-            needList = true;
+            this.#needSync = true;
             if (++this.#goneInARow < 2) {
               log.info("Resource version of {what} expired; relisting", { what });
               continue;
@@ -295,6 +344,13 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
                 reason: "Expired",
               },
             );
+          } else if (ended === "unfinished") {
+            log.info(
+              "Watch-list of {what} ended before its initial-events-end bookmark; listing in pages this time",
+              { what },
+            );
+            listOnce = true;
+            continue;
           } else if (ended === "healthy") {
             this.#goneInARow = 0;
             continue;
@@ -311,9 +367,30 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
           }
         } catch (err) {
           if (outer?.aborted) return;
-          if (isExpired(err) && !needList) {
-            // Relist in any case; at once the first time, after backoff when it repeats.
-            needList = true;
+          if (watchList && this.#needSync && !isExpired(err)) {
+            // Like client-go: making progress with a paged list beats retrying a watch-list.
+            if (isWatchListRejected(err)) {
+              this.#stats.initialSync = "list";
+              log.warn("The server refused a watch-list of {what} ({error}); listing in pages", {
+                what,
+                error: err instanceof Error ? err.message : String(err),
+              });
+            } else {
+              if (err instanceof WatchError && err.reason === "Stalled") {
+                this.#stats.stalls++;
+                client.resetConnections?.();
+              }
+              log.info("Watch-list of {what} failed: {error}; listing in pages this time", {
+                what,
+                error: err instanceof Error ? err.message : String(err),
+              });
+              listOnce = true;
+            }
+            continue;
+          }
+          if (isExpired(err) && (!this.#needSync || watchList)) {
+            // Sync again in any case; at once the first time, after backoff when it repeats.
+            this.#needSync = true;
             if (++this.#goneInARow < 2) {
               log.info("Resource version of {what} expired; relisting", { what });
               continue;
@@ -405,26 +482,34 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
   }
 
   /**
-   * One watch request from the tracked resourceVersion. Returns how it ended: `gone`
-   * (relist), `healthy` (resume at once) or `short` (closed at once, back off).
+   * One watch request from the tracked resourceVersion, or with `sync` a watch-list that
+   * first yields `relisted` at its end bookmark. Returns how it ended: `gone` (sync again),
+   * `healthy` (resume at once), `short` (closed at once, back off) or `unfinished` (a
+   * watch-list closed before its end bookmark).
    */
   async *#watchOnce(
     client: WatchClient,
-  ): AsyncGenerator<WatchEvent<T>, "gone" | "healthy" | "short"> {
+    sync: boolean,
+  ): AsyncGenerator<WatchEvent<T>, "gone" | "healthy" | "short" | "unfinished"> {
     const ctl = new AbortController();
     const stop = this.#open(ctl);
     const dog = new Watchdog(this.#clock, this.#stallMs(), () => ctl.abort(STALLED));
     const started = this.#clock.now();
     let events = 0;
     const healthy = () => events > 0 || this.#clock.now() - started >= 1_000;
+    // Until the end bookmark of a watch-list: the objects streamed so far.
+    let initial = sync ? new InitialEvents<T>() : undefined;
     this.#stats.watchRequests++;
     const { namespace, labelSelector, fieldSelector } = this.#opts;
     const it = client.watchEvents(this.#res, {
       namespace,
       labelSelector,
       fieldSelector,
-      resourceVersion: this.#stats.resourceVersion,
+      // A watch-list reads the latest state (consistent read from the watch cache).
+      resourceVersion: sync ? undefined : this.#stats.resourceVersion,
       allowWatchBookmarks: true,
+      sendInitialEvents: sync || undefined,
+      resourceVersionMatch: sync ? "NotOlderThan" : undefined,
       timeoutSeconds: this.#opts.timeoutSeconds ?? 300 + Math.floor(Math.random() * 300),
       signal: ctl.signal,
     })[Symbol.asyncIterator]();
@@ -435,8 +520,11 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
           next = await abortable(it.next(), ctl.signal);
         } catch (err) {
           if (dog.fired) throw this.#stalled("watch");
-          // A connection that worked and then broke is resumed at once, without backoff.
-          if (!this.#opts.signal?.aborted && healthy() && !(err instanceof ApiError)) {
+          // A connection that worked and then broke is resumed at once, without backoff;
+          // a watch-list that broke has nothing to resume from.
+          if (
+            !initial && !this.#opts.signal?.aborted && healthy() && !(err instanceof ApiError)
+          ) {
             log.debug("Watch of {what} broke off: {error}; resuming", {
               what: describeQuery(this.#res, this.#opts),
               error: String(err),
@@ -445,7 +533,10 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
           }
           throw err;
         }
-        if (next.done) return healthy() ? "healthy" : "short";
+        if (next.done) {
+          if (initial) return "unfinished";
+          return healthy() ? "healthy" : "short";
+        }
         events++;
         const ev = next.value;
         if (ev.type === "ERROR") {
@@ -461,6 +552,24 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
             ev.object.code ?? 500,
             ev.object,
           );
+        }
+        if (initial) {
+          // Initial events carry their objects' own versions, not a point to resume from.
+          this.#progress(undefined);
+          if (ev.type !== "BOOKMARK") initial.apply(ev.type, ev.object);
+          else if (isInitialEventsEnd(ev.object)) {
+            const objects = initial.objects();
+            initial = undefined;
+            const resourceVersion = ev.object.metadata.resourceVersion ?? "";
+            this.#progress(resourceVersion);
+            this.#needSync = false;
+            this.#stats.lists++;
+            this.#stats.state = "watching";
+            dog.suspend();
+            yield { type: "relisted", objects, resourceVersion };
+          }
+          dog.poke();
+          continue;
         }
         this.#progress(ev.object.metadata?.resourceVersion);
         this.#goneInARow = 0;
@@ -557,6 +666,7 @@ const CLOSED = new DOMException("The watch request was closed", "AbortError");
  * @param resource The kind to watch, e.g. `ConfigMap`.
  * @param options Namespace, selectors, client, `signal`, timing and retry options.
  * @returns A stream to iterate once with `for await`.
+ * @throws {RangeError} When `initialSync` is neither `"watchList"` nor `"list"`.
  * @throws {WatchError} While iterating: a persistent failure (unless `retryPersistent`).
  *
  * @example Print changes to ConfigMaps in one namespace

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client.ts";
+import { ApiError } from "../src/api_error.ts";
 import { startFaultProxy } from "../src/fault_proxy.ts";
 import { ConfigMap, Namespace } from "../src/kinds.ts";
 import type { KubeObject } from "../src/object.ts";
@@ -312,6 +313,7 @@ step(
     const stream = watch(ConfigMap, {
       client: rec.client,
       namespace: ns,
+      initialSync: "list", // paging is what this step tests
       pageSize: 2,
       signal: ctl.signal,
     });
@@ -448,12 +450,19 @@ step("watch() does not count a slow consumer as a stall", async () => {
     })
       .catch(() => {});
   }, 200);
+  // The server may send a bookmark at any time (soon after a watch-list's end, too).
+  const nextChange = async () => {
+    for (;;) {
+      const r = await it.next();
+      if (r.value?.type !== "bookmark") return r;
+    }
+  };
   try {
-    assert.equal((await it.next()).value?.type, "added");
+    assert.equal((await nextChange()).value?.type, "added");
     // The consumer holds on to that event for 3 stall timeouts.
     const held = performance.now();
     await waitFor(() => performance.now() - held >= 3_000, { timeoutMs: 10_000 });
-    const next = await it.next();
+    const next = await nextChange();
     assert.equal(next.value?.type, "modified");
     assert.equal(stream.stats.stalls, 0);
     assert.equal(stream.stats.watchRequests, 1);
@@ -537,6 +546,7 @@ step(
     const stream = watch(ConfigMap, {
       client: rec.client,
       namespace: ns,
+      initialSync: "list", // continue tokens are what this step tests
       pageSize: 2,
       backoff: { initialMs: 200, maxMs: 1_000 },
       signal: ctl.signal,
@@ -574,6 +584,177 @@ step(
     assert.deepEqual(fingerprint(c.view.values()), await freshList(admin, ns));
     ctl.abort();
     await c.done;
+  },
+);
+
+step(
+  "watch() syncs with one watch-list request and no LIST, then resumes from its end bookmark",
+  async () => {
+    const ns = await namespace();
+    for (const n of ["a", "b", "c", "d", "e"]) {
+      await admin.create(ConfigMap, { metadata: { name: n, namespace: ns }, data: { n } });
+    }
+    await admin.delete(ConfigMap, "e", { namespace: ns });
+    const rec = recordingClient(admin);
+    const ctl = new AbortController();
+    // The server ends each watch after 3 s, so that a second, plain watch follows.
+    const stream = watch(ConfigMap, {
+      client: rec.client,
+      namespace: ns,
+      timeoutSeconds: 3,
+      signal: ctl.signal,
+    });
+    const c = consume(stream);
+    await waitFor(() => stream.stats.state === "watching", { what: "the sync" });
+    assert.equal(rec.lists.length, 0, "no LIST request");
+    assert.equal(rec.watches.length, 1);
+    const [w] = rec.watches;
+    assert.equal(w.options.sendInitialEvents, true);
+    assert.equal(w.options.resourceVersionMatch, "NotOlderThan");
+    assert.equal(w.options.allowWatchBookmarks, true);
+    assert.equal(w.options.resourceVersion, undefined, "a consistent read of the latest state");
+    const first = c.events[0];
+    assert.equal(first.type, "relisted");
+    assert.deepEqual(fingerprint(first.objects), await freshList(admin, ns));
+    assert.ok(first.objects.every((o) => o.kind === "ConfigMap" && o.apiVersion === "v1"));
+    assert.equal(c.tracked[0], first.resourceVersion, "tracking starts at the end bookmark");
+    const newest = Math.max(...first.objects.map((o) => Number(o.metadata.resourceVersion)));
+    assert.ok(Number(first.resourceVersion) >= newest, "the bookmark is past every object");
+    await admin.create(ConfigMap, { metadata: { name: "f", namespace: ns } });
+    await waitFor(() => c.view.has(`${ns}/f`), { what: "a live event on the same request" });
+    await waitFor(() => rec.watches.length >= 2, { what: "the server to end the watch-list" });
+    const resumed = rec.watches[1];
+    assert.equal(resumed.options.sendInitialEvents, undefined, "a plain watch");
+    assert.equal(resumed.options.resourceVersion, rec.watches[0].lastResourceVersion);
+    assert.ok(Number(resumed.options.resourceVersion) >= Number(first.resourceVersion));
+    const stats = stream.stats;
+    assert.equal(stats.initialSync, "watchList");
+    assert.equal(stats.lists, 1);
+    assert.equal(stats.listRequests, 0);
+    assert.equal(stats.failures, 0);
+    assert.equal(stats.maxOpenRequests, 1);
+    assert.deepEqual(fingerprint(c.view.values()), await freshList(admin, ns));
+    ctl.abort();
+    await c.done;
+    assert.equal(c.state.error, undefined);
+  },
+);
+
+step("watch() syncs again with a watch-list after 410 Gone, reporting what vanished", async () => {
+  const ns = await namespace();
+  const noise = await namespace();
+  for (let i = 0; i < 6; i++) {
+    await admin.create(ConfigMap, { metadata: { name: `cm-${i}`, namespace: ns } });
+  }
+  // Before the second watch request (the resume): changes, then history forgotten.
+  const rec = recordingClient(admin, {
+    async beforeWatch(n) {
+      if (n !== 2) return;
+      await admin.delete(ConfigMap, "cm-0", { namespace: ns });
+      await admin.create(ConfigMap, { metadata: { name: "new", namespace: ns } });
+      await admin.create(ConfigMap, { metadata: { name: "x", namespace: noise } });
+      await cp.compactEtcd();
+      await cp.restartApiServer();
+    },
+  });
+  const ctl = new AbortController();
+  const stream = watch(ConfigMap, {
+    client: rec.client,
+    namespace: ns,
+    timeoutSeconds: 3,
+    backoff: { initialMs: 200, maxMs: 1_000 },
+    signal: ctl.signal,
+  });
+  const c = consume(stream);
+  await waitFor(() => stream.stats.lists === 2 && stream.stats.state === "watching", {
+    what: "a second sync",
+    timeoutMs: 120_000,
+  });
+  assert.equal(rec.lists.length, 0, "no LIST request");
+  assert.equal(rec.watches[2].options.sendInitialEvents, true, "the sync after Gone");
+  assert.equal(rec.watches[2].options.resourceVersion, undefined);
+  const relisted = c.events.filter((e) => e.type === "relisted");
+  assert.equal(relisted.length, 2);
+  assert.equal(relisted[0].objects.length, 6);
+  assert.deepEqual(relisted[1].objects.map((o) => o.metadata.name).sort(), [
+    "cm-1",
+    "cm-2",
+    "cm-3",
+    "cm-4",
+    "cm-5",
+    "new",
+  ]);
+  assert.equal(c.events.filter((e) => e.type === "error").length, 0, "one Gone is not reported");
+  await admin.create(ConfigMap, { metadata: { name: "after", namespace: ns } });
+  await waitFor(() => c.view.has(`${ns}/after`), { what: "the watch to work again" });
+  assert.equal(stream.stats.error, undefined);
+  assert.equal(stream.stats.listRequests, 0);
+  assert.deepEqual(fingerprint(c.view.values()), await freshList(admin, ns));
+  ctl.abort();
+  await c.done;
+});
+
+step(
+  "watch() falls back to paged lists, for good, on a server with the WatchList feature off",
+  async () => {
+    // The only step with its own control plane: the feature gate is per server.
+    await using off = await startControlPlane({
+      apiServerFlags: ["--feature-gates=WatchList=false"],
+    });
+    using client = await createClient({ kubeconfig: off.kubeconfigPath });
+    const refused = await Array.fromAsync(client.watchEvents(ConfigMap, {
+      sendInitialEvents: true,
+      resourceVersionMatch: "NotOlderThan",
+      allowWatchBookmarks: true,
+    })).then(() => undefined, (e) => e);
+    assert.ok(refused instanceof ApiError, String(refused));
+    console.log(`refused: ${refused.code} ${refused.message}`);
+    const ns = uniqueName("w");
+    await client.create(Namespace, { metadata: { name: ns } });
+    for (const n of ["a", "b", "c"]) {
+      await client.create(ConfigMap, { metadata: { name: n, namespace: ns } });
+    }
+    // After the watch-list, the first list and a plain watch: forget the history.
+    const rec = recordingClient(client, {
+      async beforeWatch(n) {
+        if (n !== 3) return;
+        await client.delete(ConfigMap, "a", { namespace: ns });
+        await off.compactEtcd();
+        await off.restartApiServer();
+      },
+    });
+    const ctl = new AbortController();
+    const stream = watch(ConfigMap, {
+      client: rec.client,
+      namespace: ns,
+      timeoutSeconds: 3,
+      signal: ctl.signal,
+    });
+    const c = consume(stream);
+    await waitFor(() => stream.stats.state === "watching", { what: "the sync" });
+    assert.equal(rec.watches[0].options.sendInitialEvents, true);
+    assert.equal(stream.stats.initialSync, "list", "the refusal is remembered");
+    assert.equal(rec.lists.length, 1);
+    assert.equal(c.events[0].type, "relisted");
+    assert.deepEqual(fingerprint(c.events[0].objects), await freshList(client, ns));
+    await waitFor(() => stream.stats.lists === 2 && stream.stats.state === "watching", {
+      what: "a sync after Gone",
+      timeoutMs: 120_000,
+    });
+    assert.equal(
+      rec.watches.filter((w) => w.options.sendInitialEvents).length,
+      1,
+      "no second watch-list",
+    );
+    assert.equal(rec.lists.length, 2);
+    assert.deepEqual(c.events.filter((e) => e.type === "error"), []);
+    assert.equal(stream.stats.failures, 0);
+    await client.create(ConfigMap, { metadata: { name: "d", namespace: ns } });
+    await waitFor(() => c.view.has(`${ns}/d`), { what: "a live event" });
+    assert.deepEqual(fingerprint(c.view.values()), await freshList(client, ns));
+    ctl.abort();
+    await c.done;
+    assert.equal(c.state.error, undefined);
   },
 );
 
