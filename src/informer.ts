@@ -83,9 +83,9 @@ export interface InformerOptions<T> extends WatchQuery {
    */
   resyncMs?: number;
   /**
-   * How to sync (see `watch()`): one streaming watch-list request, falling back to paged
-   * lists when the server refuses it, or always paged lists.
-   * @default "watchList"
+   * How to sync (see `watch()`): paged lists, or one streaming watch-list request that
+   * falls back to paged lists when the server refuses it.
+   * @default "list"
    */
   initialSync?: "watchList" | "list";
   /**

@@ -599,6 +599,7 @@ step(
     const ctl = new AbortController();
     // The server ends each watch after 3 s, so that a second, plain watch follows.
     const stream = watch(ConfigMap, {
+      initialSync: "watchList",
       client: rec.client,
       namespace: ns,
       timeoutSeconds: 3,
@@ -659,6 +660,7 @@ step("watch() syncs again with a watch-list after 410 Gone, reporting what vanis
   });
   const ctl = new AbortController();
   const stream = watch(ConfigMap, {
+    initialSync: "watchList",
     client: rec.client,
     namespace: ns,
     timeoutSeconds: 3,
@@ -725,6 +727,7 @@ step(
     });
     const ctl = new AbortController();
     const stream = watch(ConfigMap, {
+      initialSync: "watchList",
       client: rec.client,
       namespace: ns,
       timeoutSeconds: 3,
