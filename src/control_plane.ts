@@ -143,16 +143,28 @@ export class ControlPlane implements AsyncDisposable {
     );
   }
 
-  /** Sends an admin request to the API server and returns the parsed JSON body. */
+  /**
+   * Sends a request to the API server as admin.
+   *
+   * @param method HTTP method.
+   * @param path Path and query, e.g. `/api/v1/namespaces`.
+   * @param body Sent as JSON when given.
+   * @param headers Extra request headers, e.g. `accept` for table output.
+   * @returns The status, the body (parsed when JSON) and the response headers (e.g. `warning`).
+   */
   async request(
     method: string,
     path: string,
     body?: unknown,
-  ): Promise<{ status: number; body: any }> {
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: any; headers: Headers }> {
     const res = await fetch(`${this.server}${path}`, {
       method,
       client: this.#admin,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
+      headers: {
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -160,7 +172,7 @@ export class ControlPlane implements AsyncDisposable {
     try {
       parsed = JSON.parse(text);
     } catch { /* not JSON */ }
-    return { status: res.status, body: parsed };
+    return { status: res.status, body: parsed, headers: res.headers };
   }
 
   /** @internal Starts kube-apiserver and waits for /readyz and the `default` namespace. */

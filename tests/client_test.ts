@@ -38,25 +38,15 @@ import {
 } from "../src/kinds_cluster.ts";
 import type { KubeObject } from "../src/object.ts";
 import { resource } from "../src/resource.ts";
+import { waitFor } from "./_helpers.ts";
 
-/** Resolves with `fn()`'s first truthy result, polling until the deadline. */
-async function until<T>(
+/** `waitFor` with the description first, as these tests read. */
+function until<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+  return waitFor(fn, { what, timeoutMs, intervalMs: 50 });
 }
 
 interface Widget extends KubeObject {

@@ -3,9 +3,9 @@
 // named, printer columns in the server's table output. Talks to the API server with Deno's
 // fetch and the admin client certificate from the generated kubeconfig.
 import assert from "node:assert/strict";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
+import { waitFor } from "./_helpers.ts";
 import { defineResource } from "../src/define_resource.ts";
 import { cel, embeddedResource, intOrString, listMap, listType, mapType } from "../src/schema.ts";
 
@@ -109,61 +109,13 @@ type Api = (
   headers?: Record<string, string>,
 ) => Promise<{ status: number; body: any; warning: string | null }>;
 
-/** A fetch-based admin client built from the kubeconfig's client certificate. */
-function apiFrom(kubeconfigPath: string): Api & Disposable {
-  const kc = parseYaml(Deno.readTextFileSync(kubeconfigPath));
-  const b64 = (s: string) =>
-    new TextDecoder().decode(Uint8Array.from(atob(s), (c) => c.charCodeAt(0)));
-  const cluster = kc.clusters[0].cluster;
-  const user = kc.users[0].user;
-  const client = Deno.createHttpClient({
-    caCerts: [b64(cluster["certificate-authority-data"])],
-    cert: b64(user["client-certificate-data"]),
-    key: b64(user["client-key-data"]),
-  });
-  const api = async (
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    const res = await fetch(`${cluster.server}${path}`, {
-      method,
-      client,
-      headers: {
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    const warning = res.headers.get("warning");
-    try {
-      return { status: res.status, body: JSON.parse(text), warning };
-    } catch {
-      return { status: res.status, body: text, warning };
-    }
-  };
-  return Object.assign(api, { [Symbol.dispose]: () => client.close() });
-}
-
-async function until<T>(
+/** `waitFor` with the description first, as these tests read. */
+function until<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+  return waitFor(fn, { what, timeoutMs, intervalMs: 100 });
 }
 
 const base = `/apis/${Rich.group}/${Rich.version}/namespaces/default/${Rich.plural}`;
@@ -175,7 +127,10 @@ const valid = {
 
 Deno.test("CRDs from defineResource on a real API server", async (t) => {
   await using cp = await startControlPlane();
-  using api = apiFrom(cp.kubeconfigPath);
+  const api: Api = async (method, path, body, headers) => {
+    const res = await cp.request(method, path, body, headers);
+    return { ...res, warning: res.headers.get("warning") };
+  };
 
   /** Creates an object expecting rejection; returns the server's Status. */
   const rejected = async (name: string, spec: Record<string, unknown>) => {
