@@ -20,14 +20,14 @@
  * @module
  */
 import denoJson from "./deno.json" with { type: "json" };
-import { type CliIo, consoleIo, firstLine, type KubenoCommand } from "./src/cli_common.ts";
-import { UsageError } from "./src/_cli_args.ts";
-import { compileCommand } from "./src/cli_compile.ts";
-import { createCommand } from "./src/cli_create.ts";
-import { initCommand } from "./src/cli_init.ts";
+import { type CliIo, consoleIo, firstLine, type KubenoCommand } from "./src/tool/common.ts";
+import { UsageError } from "./src/util/args.ts";
+import { compileCommand } from "./src/tool/compile.ts";
+import { createCommand } from "./src/tool/create.ts";
+import { initCommand } from "./src/tool/init.ts";
 
-export type { CliIo } from "./src/cli_common.ts";
-export { operatorPermissions, type OperatorPermissionsOptions } from "./src/cli_compile.ts";
+export type { CliIo } from "./src/tool/common.ts";
+export { operatorPermissions, type OperatorPermissionsOptions } from "./src/tool/compile.ts";
 
 /** kubeno's version, from `deno.json`. */
 export const VERSION: string = denoJson.version;

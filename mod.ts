@@ -23,7 +23,7 @@ export type {
   ObjectRef,
   OpenObject,
   OwnerReference,
-} from "./src/object.ts";
+} from "./src/core/object.ts";
 export {
   gvkString,
   type ObjectOf,
@@ -31,7 +31,7 @@ export {
   type Resource,
   resource,
   type ResourceInit,
-} from "./src/resource.ts";
+} from "./src/core/resource.ts";
 export {
   type CustomResource,
   defineResource,
@@ -42,7 +42,7 @@ export {
   ResourceValidationError,
   type SafeParseResult,
   type ScaleOptions,
-} from "./src/define_resource.ts";
+} from "./src/schema/define_resource.ts";
 export {
   cel,
   type EmbeddedObjectSchema,
@@ -53,7 +53,7 @@ export {
   mapType,
   type StructuralSchemaOptions,
   toStructuralSchema,
-} from "./src/schema.ts";
+} from "./src/schema/schema.ts";
 export type {
   CustomResourceDefinitionCondition,
   CustomResourceDefinitionNames,
@@ -63,8 +63,8 @@ export type {
   PrinterColumn,
   ScaleSubresource,
   ValidationRule,
-} from "./src/crd.ts";
-export { Client, type ClientOptions, createClient, type RequestMetric } from "./src/client.ts";
+} from "./src/core/crd.ts";
+export { Client, type ClientOptions, createClient, type RequestMetric } from "./src/client/client.ts";
 export type {
   ApplyObject,
   ApplyOptions,
@@ -78,7 +78,7 @@ export type {
   RawWatchEvent,
   WatchOptions as RawWatchOptions,
   WriteOptions,
-} from "./src/client_types.ts";
+} from "./src/client/types.ts";
 export {
   ApiError,
   type ApiErrorTarget,
@@ -94,14 +94,14 @@ export {
   type Status,
   type StatusCause,
   type StatusDetails,
-} from "./src/api_error.ts";
+} from "./src/client/api_error.ts";
 export {
   type ClusterAccess,
   type Credentials,
   KubeconfigError,
   type KubeconfigOptions,
   loadKubeconfig,
-} from "./src/kubeconfig.ts";
+} from "./src/client/kubeconfig.ts";
 export {
   ConfigMap,
   type Container,
@@ -119,7 +119,7 @@ export {
   Service,
   ServiceAccount,
   type ServicePort,
-} from "./src/kinds.ts";
+} from "./src/core/kinds.ts";
 export {
   DaemonSet,
   Deployment,
@@ -128,7 +128,7 @@ export {
   type ReplicaStatus,
   StatefulSet,
   type WorkloadSpec,
-} from "./src/kinds_workloads.ts";
+} from "./src/core/kinds_workloads.ts";
 export {
   ClusterRole,
   ClusterRoleBinding,
@@ -144,7 +144,7 @@ export {
   ValidatingWebhookConfiguration,
   type Webhook,
   type WebhookClientConfig,
-} from "./src/kinds_cluster.ts";
+} from "./src/core/kinds_cluster.ts";
 export {
   type BackoffOptions,
   watch,
@@ -154,8 +154,8 @@ export {
   type WatchQuery,
   type WatchStats,
   WatchStream,
-} from "./src/watch.ts";
-export { WatchError, type WatchErrorInit } from "./src/watch_error.ts";
+} from "./src/runtime/watch/watch.ts";
+export { WatchError, type WatchErrorInit } from "./src/runtime/watch/watch_error.ts";
 export {
   type IndexFunc,
   objectKey,
@@ -164,7 +164,7 @@ export {
   type StoreChanges,
   type StoreListOptions,
   type StoreOptions,
-} from "./src/store.ts";
+} from "./src/runtime/cache/store.ts";
 export {
   Informer,
   informer,
@@ -172,19 +172,19 @@ export {
   type InformerHealth,
   type InformerOptions,
   stripManagedFields,
-} from "./src/informer.ts";
+} from "./src/runtime/cache/informer.ts";
 export {
   InformerFactory,
   type InformerFactoryOptions,
   type InformerQuery,
-} from "./src/informer_factory.ts";
+} from "./src/runtime/cache/informer_factory.ts";
 export {
   WorkQueue,
   type WorkQueueGetOptions,
   type WorkQueueItem,
   type WorkQueueMetrics,
   type WorkQueueOptions,
-} from "./src/workqueue.ts";
+} from "./src/runtime/queue/workqueue.ts";
 export {
   bucketRateLimiter,
   type BucketRateLimiterOptions,
@@ -194,22 +194,22 @@ export {
   type ExponentialRateLimiterOptions,
   maxOfRateLimiter,
   type RateLimiter,
-} from "./src/rate_limiter.ts";
-export { type Clock, realClock, sleepOn, type TimerId } from "./src/clock.ts";
-export { type Operator, operator } from "./src/operator.ts";
+} from "./src/runtime/queue/rate_limiter.ts";
+export { type Clock, realClock, sleepOn, type TimerId } from "./src/util/clock.ts";
+export { type Operator, operator } from "./src/operator/operator.ts";
 export type {
   LeaderElectionOptions,
   OperatorController,
   OperatorOptions,
   OperatorWebhook,
   WebhookManifestContext,
-} from "./src/operator_types.ts";
+} from "./src/operator/options.ts";
 export {
   type OperatorManifests,
   operatorManifests,
   type OperatorManifestsInit,
-} from "./src/manifests.ts";
-export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/rbac.ts";
+} from "./src/operator/manifests.ts";
+export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/operator/rbac.ts";
 export {
   type Controller,
   type MapFunc,
@@ -222,7 +222,7 @@ export {
   type StatusOf,
   TerminalError,
   type WatchSpec,
-} from "./src/reconcile.ts";
+} from "./src/runtime/controller/reconcile.ts";
 export {
   and,
   annotationsChanged,
@@ -234,7 +234,7 @@ export {
   type Predicate,
   type PredicateEvent,
   resourceVersionChanged,
-} from "./src/predicates.ts";
+} from "./src/runtime/controller/predicates.ts";
 export {
   addFinalizerPatch,
   finalizer,
@@ -244,19 +244,19 @@ export {
   type FinalizerOptions,
   hasFinalizer,
   removeFinalizerPatch,
-} from "./src/finalizer.ts";
+} from "./src/runtime/controller/finalizer.ts";
 export {
   controllerOf,
   ownerReference,
   type OwnerReferenceOptions,
   setControllerReference,
-} from "./src/owner.ts";
+} from "./src/core/owner.ts";
 export {
   type EventClient,
   EventRecorder,
   type EventRecorderOptions,
   type EventType,
-} from "./src/events.ts";
+} from "./src/runtime/controller/events.ts";
 export {
   type ConditionInput,
   findCondition,
@@ -264,14 +264,14 @@ export {
   isTrue,
   setCondition,
   type SetConditionOptions,
-} from "./src/conditions.ts";
+} from "./src/core/conditions.ts";
 export {
   type ControllerMetrics,
   ControllerRuntime,
   type ControllerRuntimeOptions,
   type ReconcileOutcome,
   type ReconcileSample,
-} from "./src/controller.ts";
+} from "./src/runtime/controller/runner.ts";
 export {
   createManager,
   type InformerStatus,
@@ -279,7 +279,7 @@ export {
   Manager,
   type ManagerHealth,
   type ManagerOptions,
-} from "./src/manager.ts";
+} from "./src/runtime/manager/manager.ts";
 export {
   type LeaderElectionEnd,
   type LeaderElectionMetrics,
@@ -287,7 +287,7 @@ export {
   leaderElector,
   type LeaderElectorOptions,
   type LeaseClient,
-} from "./src/leader_election.ts";
+} from "./src/runtime/manager/leader_election.ts";
 export {
   Counter,
   formatValue,
@@ -301,7 +301,7 @@ export {
   Registry,
   serveMetrics,
   type ServeMetricsOptions,
-} from "./src/metrics.ts";
+} from "./src/metrics/registry.ts";
 export {
   type ControllerMetrics as PrometheusControllerMetrics,
   controllerMetrics,
@@ -309,8 +309,8 @@ export {
   type ReconcileResultLabel,
   restClientMetrics,
   workqueueMetrics,
-} from "./src/metrics_controller.ts";
-export { registerProcessMetrics } from "./src/metrics_process.ts";
+} from "./src/metrics/controller_metrics.ts";
+export { registerProcessMetrics } from "./src/metrics/process_metrics.ts";
 export {
   type CheckResult,
   type HealthCheck,
@@ -322,7 +322,7 @@ export {
   type ServeProbesOptions,
   watchesNotStalled,
   type WatchesNotStalledOptions,
-} from "./src/health.ts";
+} from "./src/runtime/manager/health.ts";
 export {
   configureLogging,
   getLogger,
@@ -332,7 +332,7 @@ export {
   type LogLevel,
   redact,
   resetLogging,
-} from "./src/log.ts";
+} from "./src/util/log.ts";
 export {
   type Admission,
   admission,
@@ -343,7 +343,7 @@ export {
   type ValidatedOperation,
   type ValidationResult,
   type WebhookEndpoint,
-} from "./src/admission.ts";
+} from "./src/webhook/admission.ts";
 export {
   type AdmissionOperation,
   type AdmissionRequest,
@@ -354,28 +354,28 @@ export {
   type ParsedReview,
   reviewOf,
   type UserInfo,
-} from "./src/admission_review.ts";
-export { type RunningWebhooks, serveWebhooks, type ServeWebhooksOptions } from "./src/webhook.ts";
+} from "./src/webhook/admission_review.ts";
+export { type RunningWebhooks, serveWebhooks, type ServeWebhooksOptions } from "./src/webhook/webhooks.ts";
 export {
   checkCertificate,
   startWebhookServer,
   type TlsCertificate,
   type WebhookServer,
   type WebhookServerOptions,
-} from "./src/webhook_server.ts";
+} from "./src/webhook/server.ts";
 export {
   type CertificateSource,
   type SelfManagedCertificates,
   selfManagedCertificates,
   type SelfManagedCertificatesOptions,
   type WebhookCertificate,
-} from "./src/webhook_certs.ts";
+} from "./src/webhook/self_managed_certs.ts";
 export {
   type CertificateDir,
   type CertificateDirOptions,
   readCertificateDir,
   watchCertificateDir,
-} from "./src/webhook_cert_dir.ts";
+} from "./src/webhook/cert_dir.ts";
 export {
   type WebhookConfigurationOptions,
   type WebhookConfigurations,
@@ -386,16 +386,16 @@ export {
   type WebhookServiceOptions,
   type WebhookSpec,
   type WebhookTarget,
-} from "./src/webhook_manifests.ts";
+} from "./src/webhook/manifests.ts";
 export {
   patchCaBundle,
   readCaBundle,
   registerWebhooks,
   type RegisterWebhooksOptions,
   unregisterWebhooks,
-} from "./src/webhook_register.ts";
-export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook_handler.ts";
-export { fromYaml, toYaml } from "./src/yaml.ts";
+} from "./src/webhook/register.ts";
+export { admissionHandler, type AdmissionHandlerOptions } from "./src/webhook/handler.ts";
+export { fromYaml, toYaml } from "./src/util/yaml.ts";
 export {
   z,
   type ZodArray,
@@ -407,4 +407,4 @@ export {
   type ZodString,
   type ZodType,
   type ZodUnion,
-} from "./src/zod.ts";
+} from "./src/util/zod.ts";

@@ -20,7 +20,7 @@ export {
   type ControlPlaneOptions,
   type KubectlResult,
   startControlPlane,
-} from "./src/control_plane.ts";
-export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/_assets.ts";
-export { FakeClock } from "./src/fake_clock.ts";
-export { FaultProxy, type FaultProxyOptions, startFaultProxy } from "./src/fault_proxy.ts";
+} from "./src/testing/control_plane.ts";
+export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/testing/assets.ts";
+export { FakeClock } from "./src/testing/fake_clock.ts";
+export { FaultProxy, type FaultProxyOptions, startFaultProxy } from "./src/testing/fault_proxy.ts";

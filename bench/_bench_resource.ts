@@ -1,7 +1,7 @@
 // The benchmark's custom resource, benches.bench.kubeno.dev: the Go peers declare the same
 // shape by hand (bench/peers/go/internal/benchapi). The harness installs its CRD.
 import { z } from "zod";
-import { defineResource } from "../src/define_resource.ts";
+import { defineResource } from "../src/schema/define_resource.ts";
 
 /** The Bench kind: `spec.value` is copied into the owned ConfigMap. */
 export const Bench = defineResource({

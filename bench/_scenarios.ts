@@ -1,8 +1,8 @@
 // The benchmark's scenarios. Each run gets a fresh control plane (same kube-apiserver flags
 // for every contender), a workload created by the harness, and one contender process whose
 // CPU time and memory are read from /proc the same way whatever its language.
-import { createClient } from "../src/client.ts";
-import { startControlPlane } from "../src/control_plane.ts";
+import { createClient } from "../src/client/client.ts";
+import { startControlPlane } from "../src/testing/control_plane.ts";
 import { Bench, NAMESPACE } from "./_bench_resource.ts";
 import type { Command } from "./_peers.ts";
 import { Contender } from "./_proc.ts";

@@ -1,11 +1,11 @@
 // Workloads for the benchmark harness: the Bench CRD, objects created with bounded
 // concurrency, and a watch that reports when every Bench has converged.
-import type { Client } from "../src/client.ts";
-import { informer } from "../src/informer.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
-import { CustomResourceDefinition } from "../src/kinds_cluster.ts";
-import type { KubeObject } from "../src/object.ts";
-import type { ObjectOf, Resource } from "../src/resource.ts";
+import type { Client } from "../src/client/client.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import type { ObjectOf, Resource } from "../src/core/resource.ts";
 import { Bench, NAMESPACE } from "./_bench_resource.ts";
 
 type BenchObject = ObjectOf<typeof Bench>;

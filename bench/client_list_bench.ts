@@ -10,8 +10,8 @@
 // Prints min / median / max milliseconds per way. Numbers are for comparison in the same run.
 import * as k8s from "@kubernetes/client-node";
 import { startControlPlane } from "../testing.ts";
-import { createClient } from "../src/client.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
+import { createClient } from "../src/client/client.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 
 const runs = Number(Deno.args[0] ?? 7);
 const total = 10_000;

@@ -9,10 +9,10 @@
 // log of reconcile starts ("R name generation epoch-ms") and Bench update events reaching
 // the informer ("E ...") to FILE at exit.
 import { parseArgs } from "node:util";
-import { createClient } from "../src/client.ts";
-import { ConfigMap } from "../src/kinds.ts";
-import { createManager } from "../src/manager.ts";
-import { reconcile } from "../src/reconcile.ts";
+import { createClient } from "../src/client/client.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
+import { createManager } from "../src/runtime/manager/manager.ts";
+import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { Bench, FIELD_MANAGER, FINALIZER } from "./_bench_resource.ts";
 
 const { values: args } = parseArgs({

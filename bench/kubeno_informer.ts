@@ -7,9 +7,9 @@
 //
 // Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
 import { parseArgs } from "node:util";
-import { createClient } from "../src/client.ts";
-import { informer } from "../src/informer.ts";
-import { ConfigMap } from "../src/kinds.ts";
+import { createClient } from "../src/client/client.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -12,7 +12,7 @@
 // bench/results-quick.json; smoke runs write into a temp folder. Every run prints the table.
 // Nothing here asserts timings.
 import { parseArgs } from "node:util";
-import { KUBERNETES_VERSION } from "../src/_assets.ts";
+import { KUBERNETES_VERSION } from "../src/testing/assets.ts";
 import {
   informerCommand,
   limitCommand,

@@ -3,8 +3,8 @@
 // events/s = N × iter/s as reported by `deno bench` (single-threaded: per core).
 //
 //   deno bench bench/store_bench.ts
-import { Store } from "../src/store.ts";
-import type { KubeObject } from "../src/object.ts";
+import { Store } from "../src/runtime/cache/store.ts";
+import type { KubeObject } from "../src/core/object.ts";
 
 const N = 10_000;
 

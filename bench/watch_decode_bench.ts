@@ -9,11 +9,11 @@
 // (single-threaded: per core).
 //
 //   deno bench bench/watch_decode_bench.ts
-import { parseNdjson } from "../src/_ndjson.ts";
-import { informer } from "../src/informer.ts";
-import { ConfigMap } from "../src/kinds.ts";
-import type { KubeObject } from "../src/object.ts";
-import type { WatchClient } from "../src/watch.ts";
+import { parseNdjson } from "../src/client/_ndjson.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import type { WatchClient } from "../src/runtime/watch/watch.ts";
 
 const N = 10_000;
 const CHUNK = 16 * 1024;

@@ -4,9 +4,9 @@
 //   deno bench -A bench/workqueue_bench.ts
 //
 //   deno run bench/workqueue_bench.ts   # prints events/s per case
-import { FakeClock } from "../src/fake_clock.ts";
-import { exponentialRateLimiter } from "../src/rate_limiter.ts";
-import { WorkQueue } from "../src/workqueue.ts";
+import { FakeClock } from "../src/testing/fake_clock.ts";
+import { exponentialRateLimiter } from "../src/runtime/queue/rate_limiter.ts";
+import { WorkQueue } from "../src/runtime/queue/workqueue.ts";
 
 const N = 10_000;
 const keys = Array.from({ length: N }, (_, i) => `default/app-${i}`);

@@ -1,6 +1,6 @@
 // Shared helpers for tests against the real control plane. Wait on conditions with
 // deadlines; never sleep a fixed time to let things settle.
-import type { WatchClient } from "../src/watch.ts";
+import type { WatchClient } from "../src/runtime/watch/watch.ts";
 
 /** Options of {@linkcode waitFor}. */
 export interface WaitForOptions {

@@ -1,9 +1,9 @@
 // A small custom resource for controller and manager tests, and how to install it.
 import { z } from "zod";
-import type { Client } from "../src/client.ts";
-import { defineResource } from "../src/define_resource.ts";
-import { Namespace } from "../src/kinds.ts";
-import { CustomResourceDefinition } from "../src/kinds_cluster.ts";
+import type { Client } from "../src/client/client.ts";
+import { defineResource } from "../src/schema/define_resource.ts";
+import { Namespace } from "../src/core/kinds.ts";
+import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 import { waitFor } from "./_helpers.ts";
 
 /** `Stack`: its controller copies `spec.value` into an owned ConfigMap. */

@@ -7,8 +7,8 @@
 // server.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
-import { localKubeconfigPaths, operatorPermissions } from "../src/cli_compile.ts";
-import { freePort } from "../src/_process.ts";
+import { localKubeconfigPaths, operatorPermissions } from "../src/tool/compile.ts";
+import { freePort } from "../src/testing/process.ts";
 import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
 
 const REPO = new URL("../", import.meta.url);
@@ -361,10 +361,10 @@ Deno.test("the webhook server runs under the compile permissions, and needs the 
   const src = (p: string) => new URL(`src/${p}`, REPO).href;
   await Deno.writeTextFile(
     script,
-    `import { admission } from "${src("admission.ts")}";
-import { ConfigMap } from "${src("kinds.ts")}";
-import { createCa, issueCert } from "${src("_x509.ts")}";
-import { startWebhookServer } from "${src("webhook_server.ts")}";
+    `import { admission } from "${src("webhook/admission.ts")}";
+import { ConfigMap } from "${src("core/kinds.ts")}";
+import { createCa, issueCert } from "${src("util/x509.ts")}";
+import { startWebhookServer } from "${src("webhook/server.ts")}";
 const ca = await createCa("ca");
 const cert = await issueCert({ commonName: "w", ipAddresses: ["127.0.0.1"], server: true }, ca);
 await using server = await startWebhookServer({

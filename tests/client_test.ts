@@ -11,9 +11,9 @@ import {
   isForbidden,
   isInvalid,
   isNotFound,
-} from "../src/api_error.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { KubeconfigError } from "../src/kubeconfig.ts";
+} from "../src/client/api_error.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { KubeconfigError } from "../src/client/kubeconfig.ts";
 import {
   ConfigMap,
   Event,
@@ -23,8 +23,8 @@ import {
   Secret,
   Service,
   ServiceAccount,
-} from "../src/kinds.ts";
-import { DaemonSet, Deployment, Job, ReplicaSet, StatefulSet } from "../src/kinds_workloads.ts";
+} from "../src/core/kinds.ts";
+import { DaemonSet, Deployment, Job, ReplicaSet, StatefulSet } from "../src/core/kinds_workloads.ts";
 import {
   ClusterRole,
   ClusterRoleBinding,
@@ -35,9 +35,9 @@ import {
   Role,
   RoleBinding,
   ValidatingWebhookConfiguration,
-} from "../src/kinds_cluster.ts";
-import type { KubeObject } from "../src/object.ts";
-import { resource } from "../src/resource.ts";
+} from "../src/core/kinds_cluster.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { resource } from "../src/core/resource.ts";
 import { waitFor } from "./_helpers.ts";
 
 /** `waitFor` with the description first, as these tests read. */

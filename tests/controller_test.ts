@@ -5,16 +5,16 @@
 // runs its own manager scoped to its own namespace.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { isConflict, isNotFound } from "../src/api_error.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { EventRecorder } from "../src/events.ts";
-import { ConfigMap, Event, Secret } from "../src/kinds.ts";
-import { createManager, type ManagerOptions } from "../src/manager.ts";
-import { deletionStarted, generationChanged, or } from "../src/predicates.ts";
-import { defaultControllerRateLimiter, type RateLimiter } from "../src/rate_limiter.ts";
-import { reconcile, requeue, TerminalError } from "../src/reconcile.ts";
-import { ControllerRuntime } from "../src/controller.ts";
-import { InformerFactory } from "../src/informer_factory.ts";
+import { isConflict, isNotFound } from "../src/client/api_error.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { EventRecorder } from "../src/runtime/controller/events.ts";
+import { ConfigMap, Event, Secret } from "../src/core/kinds.ts";
+import { createManager, type ManagerOptions } from "../src/runtime/manager/manager.ts";
+import { deletionStarted, generationChanged, or } from "../src/runtime/controller/predicates.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "../src/runtime/queue/rate_limiter.ts";
+import { reconcile, requeue, TerminalError } from "../src/runtime/controller/reconcile.ts";
+import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
+import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
 

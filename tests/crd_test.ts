@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
 import { waitFor } from "./_helpers.ts";
-import { defineResource } from "../src/define_resource.ts";
-import { cel, embeddedResource, intOrString, listMap, listType, mapType } from "../src/schema.ts";
+import { defineResource } from "../src/schema/define_resource.ts";
+import { cel, embeddedResource, intOrString, listMap, listType, mapType } from "../src/schema/schema.ts";
 
 const Rich = defineResource({
   group: "rich.kubeno.dev",

@@ -2,8 +2,8 @@
 // an operator running in a cluster, and the generated Deployment runs it the way the image
 // expects (non-root, read-only root filesystem with /tmp writable, the probes it serves).
 import assert from "node:assert/strict";
-import { operatorPermissions } from "../src/cli_compile.ts";
-import { fromYaml } from "../src/yaml.ts";
+import { operatorPermissions } from "../src/tool/compile.ts";
+import { fromYaml } from "../src/util/yaml.ts";
 
 Deno.test("Dockerfile: deno compile uses exactly the in-cluster operator permissions", async () => {
   const text = await Deno.readTextFile(new URL("../Dockerfile", import.meta.url));

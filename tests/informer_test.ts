@@ -3,17 +3,17 @@
 // persistent errors, throwing handlers, resync, and the shared InformerFactory.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { startFaultProxy } from "../src/fault_proxy.ts";
-import { informer } from "../src/informer.ts";
-import { InformerFactory } from "../src/informer_factory.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
-import { CustomResourceDefinition, Role, RoleBinding } from "../src/kinds_cluster.ts";
-import type { KubeObject } from "../src/object.ts";
-import { resource } from "../src/resource.ts";
-import { objectKey } from "../src/store.ts";
-import type { WatchClient } from "../src/watch.ts";
-import { WatchError } from "../src/watch_error.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import { CustomResourceDefinition, Role, RoleBinding } from "../src/core/kinds_cluster.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { resource } from "../src/core/resource.ts";
+import { objectKey } from "../src/runtime/cache/store.ts";
+import type { WatchClient } from "../src/runtime/watch/watch.ts";
+import { WatchError } from "../src/runtime/watch/watch_error.ts";
 import { mapConcurrent, recordingClient, uniqueName, waitFor } from "./_helpers.ts";
 
 // One control plane for the file: the steps below run inside one test that owns it.

@@ -3,9 +3,9 @@
 // Durations are short (lease 3 s, renew deadline 2 s, retry 0.5 s) to keep the file quick.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { Lease } from "../src/kinds_cluster.ts";
-import { type LeaderElector, leaderElector } from "../src/leader_election.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { Lease } from "../src/core/kinds_cluster.ts";
+import { type LeaderElector, leaderElector } from "../src/runtime/manager/leader_election.ts";
 import { waitFor } from "./_helpers.ts";
 
 const LEASE_MS = 3_000;

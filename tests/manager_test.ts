@@ -3,11 +3,11 @@
 // metrics hooks and the shutdown deadline.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { createClient } from "../src/client.ts";
-import type { ReconcileSample } from "../src/controller.ts";
-import { ConfigMap } from "../src/kinds.ts";
-import { createManager } from "../src/manager.ts";
-import { reconcile } from "../src/reconcile.ts";
+import { createClient } from "../src/client/client.ts";
+import type { ReconcileSample } from "../src/runtime/controller/runner.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
+import { createManager } from "../src/runtime/manager/manager.ts";
+import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace } from "./_stack.ts";
 

@@ -15,8 +15,8 @@ import assert from "node:assert/strict";
 // deno-lint-ignore no-import-prefix
 import parsePrometheus from "npm:parse-prometheus-text-format@1.1.1";
 import { startControlPlane, startFaultProxy } from "../testing.ts";
-import { createClient } from "../src/client.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
+import { createClient } from "../src/client/client.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 

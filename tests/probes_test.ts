@@ -6,14 +6,14 @@ import assert from "node:assert/strict";
 // deno-lint-ignore no-import-prefix
 import parsePrometheus from "npm:parse-prometheus-text-format@1.1.1";
 import { startControlPlane } from "../testing.ts";
-import { createClient, type RequestMetric } from "../src/client.ts";
-import { startFaultProxy } from "../src/fault_proxy.ts";
-import { HealthChecks, informersSynced, serveProbes, watchesNotStalled } from "../src/health.ts";
-import { informer } from "../src/informer.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
-import { Registry, serveMetrics } from "../src/metrics.ts";
-import { restClientMetrics } from "../src/metrics_controller.ts";
-import { registerProcessMetrics } from "../src/metrics_process.ts";
+import { createClient, type RequestMetric } from "../src/client/client.ts";
+import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { HealthChecks, informersSynced, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import { Registry, serveMetrics } from "../src/metrics/registry.ts";
+import { restClientMetrics } from "../src/metrics/controller_metrics.ts";
+import { registerProcessMetrics } from "../src/metrics/process_metrics.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 async function get(url: string): Promise<{ status: number; body: string }> {

@@ -3,16 +3,16 @@
 // (compaction, restarts) timed by a recording client where the test needs 410 Gone.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { ApiError } from "../src/api_error.ts";
-import { startFaultProxy } from "../src/fault_proxy.ts";
-import { ConfigMap, Namespace } from "../src/kinds.ts";
-import type { KubeObject } from "../src/object.ts";
-import { resource } from "../src/resource.ts";
-import { objectKey } from "../src/store.ts";
-import { watch, type WatchEvent, type WatchStream } from "../src/watch.ts";
-import { WatchError } from "../src/watch_error.ts";
-import { Role, RoleBinding } from "../src/kinds_cluster.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { ApiError } from "../src/client/api_error.ts";
+import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { resource } from "../src/core/resource.ts";
+import { objectKey } from "../src/runtime/cache/store.ts";
+import { watch, type WatchEvent, type WatchStream } from "../src/runtime/watch/watch.ts";
+import { WatchError } from "../src/runtime/watch/watch_error.ts";
+import { Role, RoleBinding } from "../src/core/kinds_cluster.ts";
 import { recordingClient, uniqueName, waitFor } from "./_helpers.ts";
 
 // One control plane for the file: the steps below run inside one test that owns it.

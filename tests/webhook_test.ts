@@ -6,15 +6,15 @@ import assert from "node:assert/strict";
 import tls from "node:tls";
 import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
-import { admission, AdmissionDenied } from "../src/admission.ts";
-import { ApiError } from "../src/api_error.ts";
-import { type Client, createClient } from "../src/client.ts";
-import { defineResource } from "../src/define_resource.ts";
-import { ConfigMap } from "../src/kinds.ts";
-import { CustomResourceDefinition } from "../src/kinds_cluster.ts";
-import { createCa, issueCert } from "../src/_x509.ts";
-import { serveWebhooks } from "../src/webhook.ts";
-import { readCaBundle, registerWebhooks } from "../src/webhook_register.ts";
+import { admission, AdmissionDenied } from "../src/webhook/admission.ts";
+import { ApiError } from "../src/client/api_error.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { defineResource } from "../src/schema/define_resource.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
+import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
+import { createCa, issueCert } from "../src/util/x509.ts";
+import { serveWebhooks } from "../src/webhook/webhooks.ts";
+import { readCaBundle, registerWebhooks } from "../src/webhook/register.ts";
 import { waitFor } from "./_helpers.ts";
 
 const Myapp = defineResource({

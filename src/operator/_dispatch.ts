@@ -1,0 +1,216 @@
+// Parsing and dispatch of an operator program's command line, and its help texts. The public
+// entry is `operator()` in operator.ts; this file holds the parts tested in-process.
+import { describeError } from "./_errors.ts";
+import {
+  EXIT,
+  type FlagSpec,
+  formatFlags,
+  GLOBAL_FLAGS,
+  parseFlags,
+  splitCommand,
+  UsageError,
+} from "../util/args.ts";
+import type { Command, CommandIo, InstalledResource, OperatorDefinition } from "./_command.ts";
+import { installCommand } from "./cmd_install.ts";
+import { manifestsCommand } from "./cmd_manifests.ts";
+import { runCommand } from "./cmd_run.ts";
+import { uninstallCommand } from "./cmd_uninstall.ts";
+import { configureLogging } from "../util/log.ts";
+import type { LeaderElectionOptions, OperatorOptions } from "./options.ts";
+import type { Resource } from "../core/resource.ts";
+
+const COMMANDS: readonly Command[] = [
+  runCommand,
+  installCommand,
+  uninstallCommand,
+  manifestsCommand,
+];
+const VALUE_FLAGS = new Set(
+  [...GLOBAL_FLAGS, ...COMMANDS.flatMap((c) => c.flags)]
+    .filter((f) => f.type === "string").map((f) => f.name),
+);
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Writes to the console. */
+export const consoleIo: CommandIo = {
+  out: (line) => console.log(line),
+  err: (line) => console.error(line),
+};
+
+/**
+ * Parses `args` and runs the command, reporting failures on `io.err`.
+ *
+ * @param def The operator.
+ * @param args The arguments.
+ * @param io Where to write.
+ * @returns The exit code.
+ */
+export async function dispatch(
+  def: OperatorDefinition,
+  args: readonly string[],
+  io: CommandIo,
+): Promise<number> {
+  let name: string | undefined;
+  let debug = false;
+  try {
+    const split = splitCommand(args, VALUE_FLAGS);
+    name = split.command ?? "run";
+    if (name === "help") {
+      name = undefined;
+      const { positionals } = parseFlags(split.rest, GLOBAL_FLAGS);
+      const topic = positionals[0];
+      if (topic && !COMMANDS.some((c) => c.name === topic)) {
+        throw new UsageError(`Unknown command "${topic}"`);
+      }
+      io.out(topic ? commandHelp(def, findCommand(topic)!) : overview(def));
+      return EXIT.ok;
+    }
+    if (name === "version" || (!split.command && split.rest.includes("--version"))) {
+      io.out(`${def.name} ${def.version}`);
+      return EXIT.ok;
+    }
+    const cmd = findCommand(name);
+    if (!cmd) {
+      const cmdName = name;
+      name = undefined;
+      throw new UsageError(`Unknown command "${cmdName}"`);
+    }
+    const { flags, positionals } = parseFlags(split.rest, [...GLOBAL_FLAGS, ...cmd.flags]);
+    if (flags.help) {
+      io.out(split.command ? commandHelp(def, cmd) : overview(def));
+      return EXIT.ok;
+    }
+    if (positionals.length) throw new UsageError(`Unexpected argument "${positionals[0]}"`);
+    debug = flags["log-level"] === "debug";
+    await configureLogging({
+      level: (flags["log-level"] as "debug" | "info" | "warning" | "error" | undefined) ?? "info",
+      format: (flags["log-format"] as "json" | "pretty" | undefined) ?? "auto",
+    });
+    return await cmd.run({ def, flags, positionals, ...io });
+  } catch (err) {
+    if (err instanceof UsageError) {
+      const help = name ? `${def.name} ${name} --help` : `${def.name} --help`;
+      io.err(`${def.name}: ${err.message}; run "${help}" for usage`);
+      return EXIT.usage;
+    }
+    const [first, ...rest] = describeError(err, debug);
+    io.err(`${def.name}: ${first}`);
+    for (const line of rest) io.err(line);
+    return EXIT.failure;
+  }
+}
+
+function findCommand(name: string): Command | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+function overview(def: OperatorDefinition): string {
+  const rows = [
+    ...COMMANDS.map((c) => [c.name, c.name === "run" ? `${c.summary} (default)` : c.summary]),
+    ["version", "Print the version"],
+    ["help", 'Show help; "help <command>" for a command\'s flags'],
+  ];
+  const width = Math.max(...rows.map(([n]) => n.length)) + 2;
+  return `${def.name} ${def.version} — a Kubernetes operator built with kubeno
+
+Usage: ${def.name} [command] [flags]
+
+Commands:
+${rows.map(([n, s]) => `  ${n.padEnd(width)}${s}`).join("\n")}
+
+Global flags:
+${formatFlags(GLOBAL_FLAGS)}
+
+Exit codes: 0 ok, 1 failure, 2 usage error.
+Run "${def.name} <command> --help" for a command's flags.`;
+}
+
+function commandHelp(def: OperatorDefinition, cmd: Command): string {
+  const own = cmd.flags.length ? `\nFlags:\n${formatFlags(cmd.flags)}\n` : "";
+  return `Usage: ${def.name} ${cmd.name} [flags]
+
+${cmd.description}
+${own}
+Global flags:
+${formatFlags(GLOBAL_FLAGS as FlagSpec[])}`;
+}
+
+/**
+ * Checks `operator()`'s options and applies defaults.
+ *
+ * @param options The options.
+ * @returns The definition the commands work with.
+ * @throws {TypeError} See `operator()`.
+ */
+export function defineOperator(options: OperatorOptions): OperatorDefinition {
+  const name = options.name;
+  if (typeof name !== "string" || !DNS_LABEL.test(name)) {
+    throw new TypeError(
+      `Cannot define operator "${name}": the name must be a DNS label (lower-case letters, ` +
+        `digits and "-", at most 63 characters)`,
+    );
+  }
+  const seen = new Set<string>();
+  for (const c of options.controllers) {
+    if (seen.has(c.name)) {
+      throw new TypeError(
+        `Cannot define operator "${name}": two controllers are named "${c.name}"`,
+      );
+    }
+    seen.add(c.name);
+  }
+  const installs = new Map<string, InstalledResource & { json: string }>();
+  const candidates: Resource[] = [
+    ...options.controllers.map((c) => c.resource),
+    ...(options.resources ?? []),
+  ];
+  for (const res of candidates) {
+    const make = (res as { crd?: () => InstalledResource["crd"] }).crd;
+    if (typeof make !== "function") continue;
+    const crd = make.call(res);
+    const json = JSON.stringify(crd);
+    const prev = installs.get(crd.metadata.name);
+    if (prev && prev.json !== json) {
+      throw new TypeError(
+        `Cannot define operator "${name}": two different definitions of CRD "${crd.metadata.name}"`,
+      );
+    }
+    if (!prev) installs.set(crd.metadata.name, { resource: res, crd, json });
+  }
+  const version = options.version ?? "0.0.0";
+  const le = options.leaderElection;
+  const leOptions = typeof le === "object" ? le : {};
+  return {
+    name,
+    version,
+    controllers: [...options.controllers],
+    installs: [...installs.values()].map(({ resource, crd }) => ({ resource, crd })),
+    webhooks: [...(options.webhooks ?? [])],
+    image: options.image ?? `${name}:${version}`,
+    namespace: options.namespace,
+    leaderElection: {
+      enabled: le === true || (typeof le === "object" && (le.enabled ?? false)),
+      leaseName: leOptions.leaseName ?? name,
+      namespace: leOptions.namespace,
+      ...durations(name, leOptions),
+    },
+    rules: [...(options.rules ?? [])],
+    watchNamespaces: (options.watchNamespaces ?? []).filter((ns) => ns !== ""),
+  };
+}
+
+// Only the durations that were set, each checked here so a typo fails at startup.
+function durations(name: string, o: LeaderElectionOptions): Partial<LeaderElectionOptions> {
+  const out: Partial<LeaderElectionOptions> = {};
+  for (const k of ["leaseDurationMs", "renewDeadlineMs", "retryPeriodMs"] as const) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (!(typeof v === "number" && v > 0 && Number.isFinite(v))) {
+      throw new RangeError(
+        `Cannot define operator "${name}": leaderElection.${k} must be > 0, got "${v}"`,
+      );
+    }
+    out[k] = v;
+  }
+  return out;
+}

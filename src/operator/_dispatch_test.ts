@@ -1,0 +1,228 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineOperator, dispatch } from "./_dispatch.ts";
+import { describeError } from "./_errors.ts";
+import { ConnectionError } from "../client/api_error.ts";
+import { runSettings } from "./cmd_run.ts";
+import { defineResource } from "../schema/define_resource.ts";
+import { ConfigMap } from "../core/kinds.ts";
+import { KubeconfigError } from "../client/kubeconfig.ts";
+import { reconcile } from "../runtime/controller/reconcile.ts";
+import { fromYaml } from "../util/yaml.ts";
+
+const Gadget = defineResource({
+  group: "gadgets.example.com",
+  version: "v1",
+  kind: "Gadget",
+  spec: z.object({ size: z.int() }),
+});
+const Extra = defineResource({
+  group: "gadgets.example.com",
+  version: "v1",
+  kind: "Part",
+  spec: z.object({}),
+});
+const controller = reconcile(Gadget, { owns: [ConfigMap], reconcile() {} });
+
+async function run(
+  args: string[],
+  options = { name: "gadget-operator", controllers: [controller] },
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await dispatch(defineOperator(options), args, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+  });
+  return { code, out: out.join("\n"), err };
+}
+
+Deno.test("dispatch: help, version and usage errors", async () => {
+  for (const args of [["help"], ["--help"], ["-h"]]) {
+    const r = await run(args);
+    assert.equal(r.code, 0);
+    assert.match(r.out, /^Usage: gadget-operator \[command\] \[flags\]$/m);
+  }
+  const cmdHelp = await run(["help", "uninstall"]);
+  assert.match(cmdHelp.out, /^Usage: gadget-operator uninstall \[flags\]$/m);
+  assert.match(cmdHelp.out, /--yes/);
+  assert.match((await run(["manifests", "-h"])).out, /--out DIR/);
+  assert.deepEqual(await run(["version"]), { code: 0, out: "gadget-operator 0.0.0", err: [] });
+  assert.equal((await run(["--version"])).out, "gadget-operator 0.0.0");
+  assert.deepEqual((await run(["help", "nope"])).err, [
+    'gadget-operator: Unknown command "nope"; run "gadget-operator --help" for usage',
+  ]);
+  const extra = await run(["manifests", "stray"]);
+  assert.equal(extra.code, 2);
+  assert.deepEqual(extra.err, [
+    'gadget-operator: Unexpected argument "stray"; run "gadget-operator manifests --help" for usage',
+  ]);
+  assert.equal((await run(["run", "--webhook-port", "x"])).code, 2);
+});
+
+Deno.test("dispatch: manifests from the definitions, with extra resources and flags", async () => {
+  const r = await run(["--namespace", "ops", "manifests", "--image", "img:1"], {
+    name: "gadget-operator",
+    controllers: [controller],
+    // @ts-ignore: resources is accepted by operator()
+    resources: [Extra, Gadget],
+  });
+  assert.equal(r.code, 0, r.err.join("\n"));
+  const docs = fromYaml(r.out) as {
+    kind: string;
+    metadata: { name: string; namespace?: string };
+  }[];
+  assert.deepEqual(
+    docs.filter((d) => d.kind === "CustomResourceDefinition").map((d) => d.metadata.name),
+    ["gadgets.gadgets.example.com", "parts.gadgets.example.com"],
+  );
+  const dep = docs.find((d) => d.kind === "Deployment") as unknown as {
+    metadata: { namespace: string };
+    spec: { template: { spec: { containers: { image: string }[] } } };
+  };
+  assert.equal(dep.metadata.namespace, "ops");
+  assert.equal(dep.spec.template.spec.containers[0].image, "img:1");
+});
+
+Deno.test("defineOperator rejects bad names, duplicate controllers and conflicting CRDs", () => {
+  assert.throws(() => defineOperator({ name: "Bad_Name", controllers: [] }), /must be a DNS label/);
+  assert.throws(
+    () => defineOperator({ name: "x", controllers: [controller, controller] }),
+    /two controllers are named "gadget"/,
+  );
+  const Other = defineResource({
+    group: "gadgets.example.com",
+    version: "v2",
+    kind: "Gadget",
+    spec: z.object({}),
+  });
+  assert.throws(
+    () => defineOperator({ name: "x", controllers: [controller], resources: [Other] }),
+    /two different definitions of CRD "gadgets.gadgets.example.com"/,
+  );
+  const def = defineOperator({ name: "x", version: "2.0.0", controllers: [controller] });
+  assert.equal(def.image, "x:2.0.0");
+  assert.deepEqual(def.leaderElection, { enabled: false, leaseName: "x", namespace: undefined });
+});
+
+Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
+  const def = defineOperator({
+    name: "x",
+    controllers: [controller],
+    leaderElection: { enabled: true, leaseName: "x-lock" },
+  });
+  const s = runSettings(def, { namespace: "ops", "watch-namespace": "a,b" });
+  assert.deepEqual(s, {
+    watchNamespaces: ["a", "b"],
+    leaderElection: {
+      name: "x-lock",
+      namespace: "ops",
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    },
+    watchStallTimeoutMs: 600_000,
+    metricsAddress: ":8080",
+    healthAddress: ":8081",
+    webhook: undefined,
+  });
+  const off = runSettings(def, {
+    "leader-elect": false,
+    "metrics-bind-address": "0",
+    "health-probe-bind-address": "127.0.0.1:9000",
+  });
+  assert.equal(off.leaderElection, undefined);
+  assert.equal(off.metricsAddress, undefined);
+  assert.equal(off.healthAddress, "127.0.0.1:9000");
+  assert.throws(() => runSettings(def, { "metrics-bind-address": "8080" }), /HOST:PORT/);
+
+  // The seed's default: the pod's own namespace, unless a flag says otherwise.
+  const seed = defineOperator({
+    name: "x",
+    controllers: [controller],
+    watchNamespaces: ["pods-ns", ""],
+  });
+  assert.deepEqual(runSettings(seed, {}).watchNamespaces, ["pods-ns"]);
+  assert.deepEqual(runSettings(seed, { "watch-namespace": "a" }).watchNamespaces, ["a"]);
+  assert.deepEqual(runSettings(def, {}).watchNamespaces, []);
+
+  const fast = runSettings(def, {
+    "leader-elect-lease-duration": "3s",
+    "leader-elect-renew-deadline": "2s",
+    "leader-elect-retry-period": "500ms",
+    "leader-elect-namespace": "locks",
+    "watch-stall-timeout": "1m30s",
+  });
+  assert.deepEqual(fast.leaderElection, {
+    name: "x-lock",
+    namespace: "locks",
+    leaseDurationMs: 3_000,
+    renewDeadlineMs: 2_000,
+    retryPeriodMs: 500,
+  });
+  assert.equal(fast.watchStallTimeoutMs, 90_000);
+  assert.throws(
+    () => runSettings(def, { "leader-elect-lease-duration": "2s" }),
+    /lease duration > renew deadline/,
+  );
+  assert.throws(
+    () => runSettings(def, { "leader-elect-retry-period": "soon" }),
+    /"--leader-elect-retry-period" takes a duration/,
+  );
+  // Inconsistent durations do not matter without leader election.
+  assert.equal(
+    runSettings(def, { "leader-elect": false, "leader-elect-lease-duration": "1s" })
+      .leaderElection,
+    undefined,
+  );
+
+  assert.throws(
+    () => defineOperator({ name: "z", controllers: [], leaderElection: { retryPeriodMs: 0 } }),
+    (e) => e instanceof RangeError && /leaderElection\.retryPeriodMs must be > 0/.test(e.message),
+  );
+  const timed = defineOperator({
+    name: "y",
+    controllers: [controller],
+    leaderElection: {
+      enabled: true,
+      leaseDurationMs: 4_000,
+      renewDeadlineMs: 3_000,
+      retryPeriodMs: 1_000,
+    },
+  });
+  assert.deepEqual(runSettings(timed, { namespace: "ops" }).leaderElection, {
+    name: "y",
+    namespace: "ops",
+    leaseDurationMs: 4_000,
+    renewDeadlineMs: 3_000,
+    retryPeriodMs: 1_000,
+  });
+  assert.throws(
+    () => runSettings(timed, { namespace: "ops", "leader-elect-renew-deadline": "5s" }),
+    /lease duration > renew deadline/,
+  );
+});
+
+Deno.test("describeError: one line with a hint; stacks only for bugs in debug mode", () => {
+  const conn = new ConnectionError(
+    "https://127.0.0.1:1",
+    "get",
+    new TypeError("Connection refused"),
+  );
+  const [line, ...more] = describeError(conn, true);
+  assert.match(
+    line,
+    /^Cannot get from Kubernetes API server "https:\/\/127\.0\.0\.1:1": .*; check that/,
+  );
+  assert.deepEqual(more, []);
+  assert.match(describeError(new KubeconfigError("/k", "bad"), false)[0], /pass --kubeconfig PATH/);
+  const bug = new TypeError("x is undefined");
+  assert.deepEqual(describeError(bug, false), [
+    "x is undefined; this is a bug; rerun with --log-level debug for the stack",
+  ]);
+  assert.equal(describeError(bug, true).length, 2);
+  assert.equal(
+    describeError(new Deno.errors.PermissionDenied("Requires net access"), true).length,
+    1,
+  );
+});

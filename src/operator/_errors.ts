@@ -1,0 +1,58 @@
+// How an operator program reports a failure: one line naming what went wrong and what to do.
+// Errors users cause (unreachable cluster, bad kubeconfig, missing permission) never show a
+// stack; unexpected ones do, and only with --log-level debug.
+import { ApiError, ConnectionError, isForbidden, isUnauthorized } from "../client/api_error.ts";
+import { KubeconfigError } from "../client/kubeconfig.ts";
+
+/** Error classes whose message is complete for a user: shown as they are. */
+const KNOWN = new Set([
+  "ApiError",
+  "ConnectionError",
+  "KubeconfigError",
+  "UsageError",
+  "CrdNotEstablishedError",
+  "CrdNotDeletedError",
+  "ResourceValidationError",
+  "LeadershipLostError",
+]);
+
+/**
+ * The lines to print for an error that ended a command.
+ *
+ * @param err What was thrown.
+ * @param debug Whether `--log-level debug` was given.
+ * @returns The first line (the message and a hint) and, for unexpected errors in debug mode,
+ * the stack.
+ */
+export function describeError(err: unknown, debug: boolean): string[] {
+  const line = oneLine(err instanceof Error ? err.message : String(err)) || "Unknown error";
+  const hint = hintFor(err);
+  const first = hint ? `${line}; ${hint}` : line;
+  if (known(err) || !debug || !(err instanceof Error) || !err.stack) return [first];
+  return [first, err.stack];
+}
+
+function hintFor(err: unknown): string | undefined {
+  if (err instanceof ConnectionError) {
+    return "check that the cluster is running and that --kubeconfig/--context point at it";
+  }
+  if (err instanceof KubeconfigError) return "pass --kubeconfig PATH or set KUBECONFIG";
+  if (isUnauthorized(err)) return "the kubeconfig's credentials were rejected; renew them";
+  if (isForbidden(err)) {
+    return 'grant the permission (see the "manifests" command\'s RBAC) or use another --context';
+  }
+  if (!known(err)) return "this is a bug; rerun with --log-level debug for the stack";
+  return undefined;
+}
+
+/** Errors whose message says all a user needs: kubeno's own and the runtime's I/O errors. */
+function known(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return KNOWN.has(err.name) || err instanceof ApiError || err instanceof ConnectionError ||
+    err instanceof KubeconfigError ||
+    Object.values(Deno.errors).some((c) => err instanceof c);
+}
+
+function oneLine(text: string): string {
+  return text.split("\n").map((s) => s.trim()).filter(Boolean).join(" ");
+}

@@ -1,0 +1,149 @@
+/**
+ * Least-privilege RBAC derived from what an operator's controllers touch, as controller-gen
+ * derives it from `+kubebuilder:rbac` markers — except that here nothing is written by hand:
+ * the controllers' `resource`, `owns`, `watches` and `finalizer` say it all.
+ *
+ * @module
+ */
+import type { PolicyRule } from "../core/kinds_cluster.ts";
+import type { OperatorController } from "./options.ts";
+import type { Resource } from "../core/resource.ts";
+
+/** Options of {@link deriveRbac}. */
+export interface DeriveRbacOptions {
+  /**
+   * Whether the operator watches only some namespaces. Then the rules for namespaced kinds
+   * go into `namespaced` (a Role in each watched namespace) instead of `cluster`.
+   * @default false
+   */
+  scoped?: boolean;
+  /**
+   * Extra rules, added where the namespaced kinds' rules go.
+   * @default []
+   */
+  extraRules?: readonly PolicyRule[];
+}
+
+/** The rules an operator needs, by where they are granted. */
+export interface OperatorRbac {
+  /** Rules for the ClusterRole; empty when nothing needs cluster scope. */
+  cluster: PolicyRule[];
+  /** Rules for a Role in each watched namespace; empty unless `scoped`. */
+  namespaced: PolicyRule[];
+  /** Rules for a Role in the operator's own namespace: the leader-election Lease. */
+  leaderElection: PolicyRule[];
+}
+
+const READ = ["get", "list", "watch"];
+const OWN = ["create", "update", "patch", "delete"];
+const WRITE = ["update", "patch"];
+const VERB_ORDER = [...READ, ...OWN, "deletecollection"];
+
+/**
+ * Derives the least RBAC an operator's controllers need: `get`/`list`/`watch` on primaries,
+ * owned and watched kinds; `create`/`update`/`patch`/`delete` on owned kinds; `update`/`patch`
+ * on primaries and their `status` (plus `get`), and on `finalizers` when a finalizer is set;
+ * `create`/`patch` on events; `get`/`create`/`update` on `coordination.k8s.io` leases for
+ * leader election. Rules are merged and sorted so that the output is stable.
+ *
+ * Events (core/v1, as `EventRecorder` writes them) are granted where the namespaced kinds'
+ * rules go: an object's events are recorded in its namespace.
+ *
+ * @param controllers The operator's controllers.
+ * @param options Scope and extra rules.
+ * @returns The rules by where they are granted.
+ *
+ * @example Rules of a controller that owns ConfigMaps
+ * ```ts
+ * import { deriveRbac } from "./rbac.ts";
+ * import { resource } from "../core/resource.ts";
+ * const Widget = resource({ group: "example.com", version: "v1", kind: "Widget" });
+ * const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
+ * const rbac = deriveRbac([
+ *   { name: "widget", resource: Widget, owns: [ConfigMap], watches: [], finalizer: "example.com/x" },
+ * ]);
+ * const cm = rbac.cluster.find((r) => r.resources?.includes("configmaps"));
+ * if (cm?.verbs.join() !== "get,list,watch,create,update,patch,delete") throw new Error();
+ * if (!rbac.cluster.some((r) => r.resources?.includes("widgets/finalizers"))) throw new Error();
+ * ```
+ */
+export function deriveRbac(
+  controllers: readonly OperatorController[],
+  options: DeriveRbacOptions = {},
+): OperatorRbac {
+  const cluster = new RuleSet();
+  const namespaced = new RuleSet();
+  const scoped = options.scoped ?? false;
+  const where = (res: Resource) => res.namespaced && scoped ? namespaced : cluster;
+  for (const c of controllers) {
+    const p = c.resource;
+    where(p).add(p.group, p.plural, [...READ, ...WRITE]);
+    where(p).add(p.group, `${p.plural}/status`, ["get", ...WRITE]);
+    if (c.finalizer) where(p).add(p.group, `${p.plural}/finalizers`, WRITE);
+    for (const o of c.owns) where(o).add(o.group, o.plural, [...READ, ...OWN]);
+    for (const w of c.watches) where(w.resource).add(w.resource.group, w.resource.plural, READ);
+  }
+  const general = scoped ? namespaced : cluster;
+  if (controllers.length) {
+    general.add("", "events", ["create", "patch"]);
+  }
+  for (const r of options.extraRules ?? []) general.addRule(r);
+  const lease = new RuleSet();
+  lease.add("coordination.k8s.io", "leases", ["get", "create", "update"]);
+  return {
+    cluster: cluster.rules(),
+    namespaced: namespaced.rules(),
+    leaderElection: lease.rules(),
+  };
+}
+
+/** Verbs per group and resource; rules with names or URLs are kept as they are. */
+class RuleSet {
+  #verbs = new Map<string, Set<string>>();
+  #other: PolicyRule[] = [];
+
+  add(group: string, resource: string, verbs: readonly string[]): void {
+    const key = `${group}\u0000${resource}`;
+    const set = this.#verbs.get(key) ?? new Set();
+    for (const v of verbs) set.add(v);
+    this.#verbs.set(key, set);
+  }
+
+  addRule(rule: PolicyRule): void {
+    if (rule.resourceNames?.length || rule.nonResourceURLs?.length) {
+      this.#other.push(structuredClone(rule));
+      return;
+    }
+    for (const g of rule.apiGroups ?? []) {
+      for (const r of rule.resources ?? []) this.add(g, r, rule.verbs);
+    }
+  }
+
+  /** One rule per group and verb set, resources sorted; groups sorted, core first. */
+  rules(): PolicyRule[] {
+    const byGroupVerbs = new Map<string, PolicyRule>();
+    for (const [key, set] of this.#verbs) {
+      const [group, res] = key.split("\u0000");
+      const verbs = sortVerbs(set);
+      const id = `${group}\u0000${verbs.join(",")}`;
+      const rule = byGroupVerbs.get(id);
+      if (rule) rule.resources!.push(res);
+      else byGroupVerbs.set(id, { apiGroups: [group], resources: [res], verbs });
+    }
+    const out = [...byGroupVerbs.values()];
+    for (const r of out) r.resources!.sort();
+    out.sort((a, b) =>
+      a.apiGroups![0].localeCompare(b.apiGroups![0]) ||
+      a.resources![0].localeCompare(b.resources![0])
+    );
+    return [...out, ...this.#other];
+  }
+}
+
+function sortVerbs(set: Set<string>): string[] {
+  const rank = (v: string) => {
+    const i = VERB_ORDER.indexOf(v);
+    return i < 0 ? VERB_ORDER.length : i;
+  };
+  return [...set].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}

@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { deriveRbac } from "./rbac.ts";
+import { resource } from "../core/resource.ts";
+
+const Widget = resource({ group: "example.com", version: "v1", kind: "Widget" });
+const Cluster = resource({ group: "example.com", version: "v1", kind: "Zone", namespaced: false });
+const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
+const Secret = resource({ group: "", version: "v1", kind: "Secret" });
+const Deployment = resource({ group: "apps", version: "v1", kind: "Deployment" });
+
+Deno.test("deriveRbac grants read, own and write verbs per kind, merged and sorted", () => {
+  const rbac = deriveRbac([
+    {
+      name: "widget",
+      resource: Widget,
+      owns: [ConfigMap, Deployment],
+      watches: [{ resource: Secret }],
+      finalizer: "example.com/cleanup",
+    },
+  ]);
+  assert.deepEqual(rbac.cluster, [
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch"] },
+    {
+      apiGroups: ["apps"],
+      resources: ["deployments"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    {
+      apiGroups: ["example.com"],
+      resources: ["widgets"],
+      verbs: ["get", "list", "watch", "update", "patch"],
+    },
+    { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update", "patch"] },
+    {
+      apiGroups: ["example.com"],
+      resources: ["widgets/status"],
+      verbs: ["get", "update", "patch"],
+    },
+  ]);
+  assert.deepEqual(rbac.namespaced, []);
+  assert.deepEqual(rbac.leaderElection, [
+    {
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      verbs: ["get", "create", "update"],
+    },
+  ]);
+});
+
+Deno.test("deriveRbac: no finalizer, no finalizers rule; kinds shared by controllers get the union", () => {
+  const rbac = deriveRbac([
+    { name: "a", resource: Widget, owns: [], watches: [{ resource: ConfigMap }] },
+    { name: "b", resource: Secret, owns: [ConfigMap], watches: [] },
+  ]);
+  assert(!rbac.cluster.some((r) => r.resources?.some((x) => x.endsWith("/finalizers"))));
+  const cm = rbac.cluster.find((r) => r.resources?.includes("configmaps"));
+  assert.deepEqual(cm?.verbs, ["get", "list", "watch", "create", "update", "patch", "delete"]);
+});
+
+Deno.test("deriveRbac scoped: namespaced kinds and events in the Role, cluster-scoped kinds in the ClusterRole", () => {
+  const rbac = deriveRbac(
+    [{ name: "w", resource: Widget, owns: [ConfigMap], watches: [{ resource: Cluster }] }],
+    { scoped: true, extraRules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }] },
+  );
+  assert.deepEqual(rbac.cluster, [
+    { apiGroups: ["example.com"], resources: ["zones"], verbs: ["get", "list", "watch"] },
+  ]);
+  const res = rbac.namespaced.flatMap((r) => r.resources);
+  assert.deepEqual(res.sort(), ["configmaps", "events", "pods", "widgets", "widgets/status"]);
+});
+
+Deno.test("deriveRbac keeps rules with resourceNames as given, and nothing for no controllers", () => {
+  const named = { apiGroups: [""], resources: ["secrets"], resourceNames: ["tls"], verbs: ["get"] };
+  const rbac = deriveRbac([], { extraRules: [named] });
+  assert.deepEqual(rbac.cluster, [named]);
+  assert.deepEqual(deriveRbac([]).cluster, []);
+});

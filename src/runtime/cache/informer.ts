@@ -1,0 +1,551 @@
+/**
+ * `informer()`: a {@linkcode Store} kept up to date by a {@linkcode watch} stream, with
+ * add/update/delete handlers, as client-go's shared informer and kube-rs's reflector.
+ *
+ * ## Flow
+ *
+ * `start()` runs `watch()` with `retryPersistent`; each event is transformed (by default
+ * `metadata.managedFields` is stripped), applied to the store, and then handed to the
+ * handlers. A `relisted` event replaces the store and turns into `onDelete` for what
+ * vanished, `onAdd` for what is new and `onUpdate` for what changed.
+ *
+ * ## Guarantees
+ *
+ * - Handlers see every change exactly once, in order, after the store reflects it: within
+ *   a handler, `informer.get(...)` already returns the new state.
+ * - Deletions that happened while the watch was down are reported when the relist finds
+ *   them missing; the object passed is the last state the informer knew.
+ * - A handler added late first gets `onAdd` for every object already held.
+ * - `synced()` resolves once the first complete list has been applied.
+ * - Failures are retried forever (with backoff, see `watch()`); the current one is in
+ *   `error`, handed to `onError` once per change of state, and cleared on recovery.
+ *
+ * ## Caveats
+ *
+ * Handlers run synchronously in event order: keep them quick (enqueue a key in a work
+ * queue). A handler's exception or rejected promise is logged and does not stop the
+ * informer. Objects are shared with the store: do not mutate them.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Clock, realClock } from "../../util/clock.ts";
+import type { KubeObject } from "../../core/object.ts";
+import type { Resource } from "../../core/resource.ts";
+import { type IndexFunc, type ObjectName, Store, type StoreListOptions } from "./store.ts";
+import {
+  type BackoffOptions,
+  watch,
+  type WatchClient,
+  type WatchEvent,
+  type WatchQuery,
+  type WatchStats,
+  type WatchStream,
+} from "../watch/watch.ts";
+import type { WatchError } from "../watch/watch_error.ts";
+import { describeQuery } from "../watch/_watch_errors.ts";
+
+const log = getLogger(["kubeno", "informer"]);
+
+/** Callbacks for changes seen by an {@linkcode Informer}; all optional. */
+export interface InformerHandlers<T> {
+  /** An object appeared (created, or first seen). */
+  onAdd?(obj: T): void | Promise<void>;
+  /** An object changed; also called with `oldObj === newObj` on periodic resync. */
+  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
+  /** An object was deleted, including deletions a relist revealed. */
+  onDelete?(obj: T): void | Promise<void>;
+  /** The informer entered a failing state (once per change of state, not per retry). */
+  onError?(error: WatchError): void | Promise<void>;
+}
+
+/** Options for {@linkcode informer}. */
+export interface InformerOptions<T> extends WatchQuery {
+  /**
+   * The client to list and watch with, or a promise of one.
+   * @default a client from the default kubeconfig
+   */
+  client?: WatchClient | Promise<WatchClient>;
+  /**
+   * Applied to every object before it is stored; may mutate and return its argument.
+   * `null` stores objects as received.
+   * @default stripManagedFields
+   */
+  transform?: ((obj: T) => T) | null;
+  /**
+   * User indexes of the store.
+   * @default {}
+   */
+  indexes?: Record<string, IndexFunc<T>>;
+  /**
+   * Call `onUpdate(obj, obj)` for every object this often; `0` never does.
+   * @default 0
+   */
+  resyncMs?: number;
+  /**
+   * How to sync (see `watch()`): paged lists, or one streaming watch-list request that
+   * falls back to paged lists when the server refuses it.
+   * @default "list"
+   */
+  initialSync?: "watchList" | "list";
+  /**
+   * Objects per list page, when listing in pages.
+   * @default 500
+   */
+  pageSize?: number;
+  /**
+   * Restart a watch silent for this long (see `watch()`).
+   * @default 300_000
+   */
+  stallTimeoutMs?: number;
+  /**
+   * Server-side timeout of each watch request in seconds.
+   * @default random between 300 and 600
+   */
+  timeoutSeconds?: number;
+  /**
+   * Retry delays (see `watch()`).
+   * @default 800 ms doubling to 30 s, with jitter
+   */
+  backoff?: BackoffOptions;
+  /**
+   * Time source for backoff, the watchdog and resync.
+   * @default realClock
+   */
+  clock?: Clock;
+}
+
+/** What {@linkcode Informer.prototype.health} reports, e.g. for a `/healthz` probe. */
+export interface InformerHealth {
+  /** Started, not stopped, synced, and not failing now. */
+  healthy: boolean;
+  /** The first full list has been applied. */
+  synced: boolean;
+  /** What the underlying watch is doing. */
+  state: WatchStats["state"];
+  /** Clock time of the last list, event or bookmark; a bookmark arrives about every minute. */
+  lastEventAt: number | undefined;
+  /** The current failure, if any. */
+  error: WatchError | undefined;
+}
+
+/**
+ * Strips `metadata.managedFields`, which server-side apply fills with bookkeeping that
+ * controllers never read and that often doubles an object's size. The default transform.
+ *
+ * @typeParam T The object type.
+ * @param obj The object; changed in place.
+ * @returns The same object.
+ *
+ * @example Stripping managed fields
+ * ```ts
+ * import { stripManagedFields } from "./informer.ts";
+ * const obj = stripManagedFields({ metadata: { name: "a", managedFields: [{ manager: "kubectl" }] } });
+ * if ("managedFields" in obj.metadata) throw new Error();
+ * ```
+ */
+export function stripManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+  return obj;
+}
+
+/**
+ * A cache of one kind and query, kept current by a watch, with change handlers.
+ * Create it with {@linkcode informer}, or share one through `InformerFactory`.
+ *
+ * @typeParam T The object type of the resource.
+ *
+ * @example Waiting for the cache and reading from it
+ * ```ts ignore
+ * import { informer } from "./informer.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
+ * await using cms = informer(ConfigMap, { namespace: "default" }).start();
+ * cms.onDelete((cm) => console.log("deleted", cm.metadata.name));
+ * await cms.synced();
+ * console.log(cms.list().length, cms.get({ name: "app-config", namespace: "default" }));
+ * ```
+ */
+export class Informer<T extends KubeObject> implements AsyncDisposable {
+  /** The kind watched. */
+  readonly resource: Resource<T>;
+  /** The cache; read it, do not write it. */
+  readonly store: Store<T>;
+  readonly #opts: InformerOptions<T>;
+  readonly #transform: (obj: T) => T;
+  readonly #clock: Clock;
+  readonly #handlers = new Set<InformerHandlers<T>>();
+  readonly #waiters = new Set<{ resolve: () => void; reject: (e: unknown) => void }>();
+  readonly #ctl = new AbortController();
+  #stream: WatchStream<T> | undefined;
+  #run: Promise<void> | undefined;
+  #synced = false;
+  #stopped = false;
+  #error: WatchError | undefined;
+  #resyncTimer: number | undefined;
+
+  /**
+   * Prefer {@linkcode informer}.
+   *
+   * @param resource The kind to cache.
+   * @param options Query, client, transform, indexes, resync and watch options.
+   */
+  constructor(resource: Resource<T>, options: InformerOptions<T> = {}) {
+    this.resource = resource;
+    this.#opts = options;
+    this.#transform = options.transform === null
+      ? (o) => o
+      : options.transform ?? stripManagedFields;
+    this.#clock = options.clock ?? realClock;
+    this.store = new Store<T>({ indexes: options.indexes });
+  }
+
+  /**
+   * Starts listing and watching; does nothing when already started.
+   *
+   * @returns This informer, for chaining.
+   * @throws {TypeError} When the informer was stopped.
+   */
+  start(): this {
+    if (this.#stopped) {
+      throw new TypeError(`Cannot start informer for ${this.#what()}: it was stopped`);
+    }
+    if (this.#run) return this;
+    const o = this.#opts;
+    this.#stream = watch(this.resource, {
+      client: o.client,
+      namespace: o.namespace,
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      initialSync: o.initialSync,
+      pageSize: o.pageSize,
+      stallTimeoutMs: o.stallTimeoutMs,
+      timeoutSeconds: o.timeoutSeconds,
+      backoff: o.backoff,
+      clock: o.clock,
+      retryPersistent: true,
+      signal: this.#ctl.signal,
+    });
+    this.#run = this.#consume(this.#stream);
+    if (o.resyncMs) this.#scheduleResync(o.resyncMs);
+    return this;
+  }
+
+  /**
+   * Stops the watch and waits for it to close. Final: the informer cannot start again.
+   * Handlers are not called after this resolves.
+   *
+   * @returns A promise that resolves once the watch request is closed.
+   */
+  async stop(): Promise<void> {
+    if (!this.#stopped) {
+      this.#stopped = true;
+      this.#ctl.abort();
+      if (this.#resyncTimer !== undefined) this.#clock.clearTimeout(this.#resyncTimer);
+      const err = new Error(`Cannot wait for informer for ${this.#what()} to sync: it was stopped`);
+      for (const w of this.#waiters) w.reject(err);
+      this.#waiters.clear();
+    }
+    await this.#run;
+  }
+
+  /**
+   * Same as {@linkcode Informer.prototype.stop}, for `await using`.
+   *
+   * @returns A promise that resolves once stopped.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  /**
+   * Waits until the first complete list has been applied. Does not start the informer.
+   *
+   * @param options `signal` cancels the wait.
+   * @returns A promise that resolves once synced.
+   * @throws {WatchError} When a persistent failure (403, unknown resource, ...) occurs
+   * before the first list; the informer keeps retrying and a later call may succeed.
+   * @throws {Error} When the informer is stopped first, or the signal's reason on abort.
+   */
+  synced(options: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    if (this.#error?.persistent) return Promise.reject(this.#error);
+    if (this.#stopped) {
+      return Promise.reject(
+        new Error(`Cannot wait for informer for ${this.#what()} to sync: it was stopped`),
+      );
+    }
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#waiters.delete(w);
+        reject(signal!.reason);
+      };
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      const w = {
+        resolve: () => (done(), resolve()),
+        reject: (e: unknown) => (done(), reject(e)),
+      };
+      this.#waiters.add(w);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Whether the first complete list has been applied.
+   *
+   * @returns True once synced.
+   */
+  get hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /**
+   * The current failure, cleared on recovery.
+   *
+   * @returns The error, or `undefined` while healthy.
+   */
+  get error(): WatchError | undefined {
+    return this.#error;
+  }
+
+  /**
+   * Clock time of the last list, event or bookmark received.
+   *
+   * @returns Milliseconds since the epoch, or `undefined` before the first.
+   */
+  get lastEventAt(): number | undefined {
+    return this.#stream?.stats.lastEventAt;
+  }
+
+  /**
+   * The underlying watch's counters (syncs, list pages, watch requests, stalls, failures).
+   *
+   * @returns A snapshot of the stats.
+   */
+  get stats(): Readonly<WatchStats> | undefined {
+    return this.#stream?.stats;
+  }
+
+  /**
+   * A summary for health probes.
+   *
+   * @returns Whether the informer is healthy, and why not.
+   */
+  health(): InformerHealth {
+    const stats = this.#stream?.stats;
+    return {
+      healthy: !!stats && !this.#stopped && this.#synced && !this.#error,
+      synced: this.#synced,
+      state: stats?.state ?? "idle",
+      lastEventAt: stats?.lastEventAt,
+      error: this.#error,
+    };
+  }
+
+  /**
+   * The cached object with this key or name.
+   *
+   * @param key `namespace/name`, `name`, or a name and namespace.
+   * @returns The object, or `undefined`.
+   */
+  get(key: string | ObjectName): T | undefined {
+    return this.store.get(key);
+  }
+
+  /**
+   * The cached objects, optionally filtered.
+   *
+   * @param options Namespace and label selector.
+   * @returns The objects.
+   */
+  list(options?: StoreListOptions): T[] {
+    return this.store.list(options);
+  }
+
+  /**
+   * Adds handlers. When the informer has synced already, `onAdd` is first called for every
+   * object held.
+   *
+   * @param handlers Any of `onAdd`, `onUpdate`, `onDelete`, `onError`.
+   * @returns A function that removes the handlers.
+   */
+  addHandler(handlers: InformerHandlers<T>): () => void {
+    const h = { ...handlers };
+    this.#handlers.add(h);
+    if (this.#synced && h.onAdd) { for (const obj of this.store) this.#call(h, "onAdd", obj); }
+    return () => this.#handlers.delete(h);
+  }
+
+  /**
+   * Calls `fn` for every object that appears.
+   *
+   * @param fn The handler.
+   * @returns A function that removes it.
+   */
+  onAdd(fn: (obj: T) => void | Promise<void>): () => void {
+    return this.addHandler({ onAdd: fn });
+  }
+
+  /**
+   * Calls `fn` with the old and new state of every object that changes.
+   *
+   * @param fn The handler.
+   * @returns A function that removes it.
+   */
+  onUpdate(fn: (oldObj: T, newObj: T) => void | Promise<void>): () => void {
+    return this.addHandler({ onUpdate: fn });
+  }
+
+  /**
+   * Calls `fn` with the last known state of every object that is deleted.
+   *
+   * @param fn The handler.
+   * @returns A function that removes it.
+   */
+  onDelete(fn: (obj: T) => void | Promise<void>): () => void {
+    return this.addHandler({ onDelete: fn });
+  }
+
+  /**
+   * Calls `fn` when the informer enters a failing state.
+   *
+   * @param fn The handler.
+   * @returns A function that removes it.
+   */
+  onError(fn: (error: WatchError) => void | Promise<void>): () => void {
+    return this.addHandler({ onError: fn });
+  }
+
+  async #consume(stream: WatchStream<T>): Promise<void> {
+    try {
+      for await (const ev of stream) {
+        try {
+          this.#apply(ev);
+        } catch (err) {
+          // A throwing transform or a nameless object must not end the informer.
+          log.error("Informer for {what} cannot apply a {type} event: {error}", {
+            what: this.#what(),
+            type: ev.type,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
+      }
+    } catch (err) {
+      // Only a failure to create the default client ends the stream despite retryPersistent.
+      this.#fail(err as WatchError);
+    }
+  }
+
+  #apply(ev: WatchEvent<T>): void {
+    if (this.#stopped) return;
+    if (ev.type === "error") return this.#fail(ev.error);
+    if (this.#error) {
+      log.info("Informer for {what} recovered", { what: this.#what() });
+      this.#error = undefined;
+    }
+    switch (ev.type) {
+      case "relisted": {
+        const changes = this.store.replace(ev.objects.map(this.#transform), ev.resourceVersion);
+        for (const obj of changes.deleted) this.#emit("onDelete", obj);
+        for (const obj of changes.added) this.#emit("onAdd", obj);
+        for (const u of changes.updated) this.#emit("onUpdate", u.old, u.new);
+        if (!this.#synced) {
+          this.#synced = true;
+          for (const w of this.#waiters) w.resolve();
+          this.#waiters.clear();
+        }
+        break;
+      }
+      case "added":
+      case "modified": {
+        const obj = this.#transform(ev.object);
+        const old = this.store.upsert(obj);
+        if (old) this.#emit("onUpdate", old, obj);
+        else this.#emit("onAdd", obj);
+        break;
+      }
+      case "deleted": {
+        const obj = this.#transform(ev.object);
+        if (this.store.delete(obj)) this.#emit("onDelete", obj);
+        break;
+      }
+    }
+  }
+
+  #fail(error: WatchError): void {
+    this.#error = error;
+    for (const h of this.#handlers) this.#call(h, "onError", error);
+    if (error.persistent && !this.#synced) {
+      for (const w of this.#waiters) w.reject(error);
+      this.#waiters.clear();
+    }
+  }
+
+  #emit(kind: "onAdd" | "onDelete" | "onUpdate", a: T, b?: T): void {
+    for (const h of this.#handlers) this.#call(h, kind, a, b);
+  }
+
+  #call(h: InformerHandlers<T>, kind: keyof InformerHandlers<T>, a: any, b?: any): void {
+    const fn = h[kind] as ((x: unknown, y?: unknown) => void | Promise<void>) | undefined;
+    if (!fn) return;
+    try {
+      const r = kind === "onUpdate" ? fn.call(h, a, b) : fn.call(h, a);
+      if (r instanceof Promise) r.catch((err) => this.#handlerFailed(kind, err));
+    } catch (err) {
+      this.#handlerFailed(kind, err);
+    }
+  }
+
+  #handlerFailed(kind: string, err: unknown): void {
+    log.error("Handler {kind} of informer for {what} failed: {error}", {
+      kind,
+      what: this.#what(),
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+
+  #scheduleResync(ms: number): void {
+    this.#resyncTimer = this.#clock.setTimeout(() => {
+      if (this.#stopped) return;
+      if (this.#synced) { for (const obj of this.store) this.#emit("onUpdate", obj, obj); }
+      this.#scheduleResync(ms);
+    }, ms);
+  }
+
+  #what(): string {
+    return describeQuery(this.resource, this.#opts);
+  }
+}
+
+/**
+ * Creates an informer for one kind and query. Call `start()` to run it; stop it with
+ * `stop()` or `await using`. To share informers between controllers, use
+ * `InformerFactory`.
+ *
+ * @typeParam T The object type of the resource.
+ * @param resource The kind to cache, e.g. `ConfigMap`.
+ * @param options Namespace, selectors, client, transform, indexes, resync and watch options.
+ * @returns A stopped informer.
+ *
+ * @example Caching ConfigMaps from a stand-in client
+ * ```ts
+ * import { informer } from "./informer.ts";
+ * import { resource } from "../../core/resource.ts";
+ * const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
+ * const client = {
+ *   list: () => Promise.resolve({ metadata: { resourceVersion: "5" }, items: [] }),
+ *   watchEvents: () => (async function* () {})(),
+ * };
+ * await using cms = informer(ConfigMap, { client }).start();
+ * await cms.synced();
+ * if (cms.list().length !== 0 || !cms.hasSynced) throw new Error();
+ * ```
+ */
+export function informer<T extends KubeObject>(
+  resource: Resource<T>,
+  options: InformerOptions<T> = {},
+): Informer<T> {
+  return new Informer(resource, options);
+}

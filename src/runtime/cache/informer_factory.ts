@@ -1,0 +1,180 @@
+/**
+ * `InformerFactory`: one informer per kind and query, shared by every controller that asks,
+ * as client-go's `SharedInformerFactory` and controller-runtime's cache.
+ *
+ * @module
+ */
+import type { Client } from "../../client/client.ts";
+import type { KubeObject } from "../../core/object.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { IndexFunc } from "./store.ts";
+import type { WatchClient, WatchQuery } from "../watch/watch.ts";
+import { Informer, type InformerOptions } from "./informer.ts";
+
+/** Options for {@linkcode InformerFactory}: what every informer it makes shares. */
+export type InformerFactoryOptions = Omit<
+  InformerOptions<any>,
+  "namespace" | "labelSelector" | "fieldSelector" | "indexes"
+>;
+
+/** The query of {@linkcode InformerFactory.prototype.for}, plus indexes to ensure. */
+export interface InformerQuery<T> extends WatchQuery {
+  /**
+   * Indexes the informer's store must have; ones already present by name are kept.
+   * @default {}
+   */
+  indexes?: Record<string, IndexFunc<T>>;
+}
+
+/**
+ * Hands out one shared {@linkcode Informer} per kind + namespace + label selector + field
+ * selector, so two controllers watching the same query use one watch and one cache.
+ *
+ * Informers are started by {@linkcode InformerFactory.prototype.start}; those asked for
+ * after it are started at once. Disposing the factory stops them all and closes the client
+ * it created.
+ *
+ * @example Two controllers, one watch
+ * ```ts
+ * import { InformerFactory } from "./informer_factory.ts";
+ * import { resource } from "../../core/resource.ts";
+ * const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
+ * const client = {
+ *   list: () => Promise.resolve({ metadata: { resourceVersion: "1" }, items: [] }),
+ *   watchEvents: () => (async function* () {})(),
+ * };
+ * await using informers = new InformerFactory({ client });
+ * const a = informers.for(ConfigMap, { namespace: "default" });
+ * const b = informers.for(ConfigMap, { namespace: "default" });
+ * if (a !== b || informers.size !== 1 || [...informers.all()][0] !== a) throw new Error();
+ * informers.start();
+ * await informers.synced();
+ * ```
+ */
+export class InformerFactory implements AsyncDisposable {
+  readonly #opts: InformerFactoryOptions;
+  readonly #informers = new Map<string, Informer<any>>();
+  #client: Promise<WatchClient> | undefined;
+  #ownClient: Promise<Client> | undefined;
+  #started = false;
+  #stopped = false;
+
+  /**
+   * Creates an empty factory.
+   *
+   * @param options Client, transform, resync and watch options shared by every informer.
+   */
+  constructor(options: InformerFactoryOptions = {}) {
+    this.#opts = options;
+  }
+
+  /**
+   * The number of distinct informers handed out.
+   *
+   * @returns The count.
+   */
+  get size(): number {
+    return this.#informers.size;
+  }
+
+  /**
+   * Every informer handed out so far, including those asked for after `start()`; read it
+   * at each use (e.g. each health probe) to see informers created later.
+   *
+   * @returns The informers, in the order they were created.
+   */
+  all(): IterableIterator<Informer<any>> {
+    return this.#informers.values();
+  }
+
+  /**
+   * The shared informer for a kind and query, created on first request.
+   *
+   * @typeParam T The object type of the resource.
+   * @param resource The kind.
+   * @param query Namespace, selectors, and indexes to ensure.
+   * @returns The informer; started if the factory is.
+   * @throws {TypeError} When the factory was stopped.
+   */
+  for<T extends KubeObject>(resource: Resource<T>, query: InformerQuery<T> = {}): Informer<T> {
+    if (this.#stopped) throw new TypeError("Cannot get an informer: the factory was stopped");
+    const key = [
+      resource.group,
+      resource.version,
+      resource.plural,
+      query.namespace ?? "",
+      query.labelSelector ?? "",
+      query.fieldSelector ?? "",
+    ].join("\u0000");
+    let inf = this.#informers.get(key) as Informer<T> | undefined;
+    if (!inf) {
+      inf = new Informer<T>(resource, {
+        ...this.#opts,
+        client: this.#sharedClient(),
+        namespace: query.namespace,
+        labelSelector: query.labelSelector,
+        fieldSelector: query.fieldSelector,
+      });
+      this.#informers.set(key, inf);
+      if (this.#started) inf.start();
+    }
+    for (const [name, fn] of Object.entries(query.indexes ?? {})) {
+      if (!inf.store.hasIndex(name)) inf.store.addIndex(name, fn);
+    }
+    return inf;
+  }
+
+  /**
+   * Starts every informer handed out, and every later one as it is handed out.
+   *
+   * @returns This factory.
+   * @throws {TypeError} When the factory was stopped.
+   */
+  start(): this {
+    if (this.#stopped) throw new TypeError("Cannot start the informer factory: it was stopped");
+    this.#started = true;
+    for (const inf of this.#informers.values()) inf.start();
+    return this;
+  }
+
+  /**
+   * Waits until every informer handed out so far has synced.
+   *
+   * @param options `signal` cancels the wait.
+   * @returns A promise that resolves once all have synced.
+   * @throws {WatchError} The first persistent failure of an informer before it synced.
+   */
+  async synced(options: { signal?: AbortSignal } = {}): Promise<void> {
+    await Promise.all([...this.#informers.values()].map((inf) => inf.synced(options)));
+  }
+
+  /**
+   * Stops every informer and closes the client the factory created, if any.
+   *
+   * @returns A promise that resolves once every watch is closed.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all([...this.#informers.values()].map((inf) => inf.stop()));
+    const own = await this.#ownClient?.catch(() => undefined);
+    own?.close();
+  }
+
+  /**
+   * Same as {@linkcode InformerFactory.prototype.stop}, for `await using`.
+   *
+   * @returns A promise that resolves once stopped.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  #sharedClient(): Promise<WatchClient> {
+    if (this.#client) return this.#client;
+    if (this.#opts.client) return this.#client = Promise.resolve(this.#opts.client);
+    this.#ownClient = import("../../client/client.ts").then((m) => m.createClient());
+    // A failure is reported by each informer; keep it from being unhandled here.
+    this.#ownClient.catch(() => {});
+    return this.#client = this.#ownClient;
+  }
+}

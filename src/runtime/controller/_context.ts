@@ -1,0 +1,103 @@
+// The ReconcileContext a controller hands to reconcile/finalize: write helpers bound to the
+// primary object and the controller's field manager.
+import type { Logger } from "../../util/log.ts";
+import type { Client } from "../../client/client.ts";
+import type { ApplyObject, MergePatch } from "../../client/types.ts";
+import { type ConditionInput, setCondition } from "../../core/conditions.ts";
+import type { EventRecorder } from "./events.ts";
+import type { Condition, KubeObject, ObjectRef } from "../../core/object.ts";
+import { setControllerReference } from "../../core/owner.ts";
+import type { Controller, ReconcileContext, StatusOf } from "./reconcile.ts";
+import type { Resource } from "../../core/resource.ts";
+
+export interface ContextInit<T extends KubeObject> {
+  controller: Controller<T>;
+  client: Client;
+  events: EventRecorder;
+  log: Logger;
+  key: string;
+  primary: T;
+  signal: AbortSignal;
+}
+
+export function reconcileContext<T extends KubeObject>(
+  init: ContextInit<T>,
+): ReconcileContext<T> {
+  const { controller, client, key, signal } = init;
+  const res = controller.resource;
+  const fieldManager = controller.fieldManager;
+  const m = init.primary.metadata;
+  const owner: KubeObject = {
+    ...init.primary,
+    apiVersion: init.primary.apiVersion ?? res.apiVersion,
+    kind: init.primary.kind ?? res.kind,
+  };
+  const ref: ObjectRef = {
+    apiVersion: owner.apiVersion!,
+    kind: owner.kind!,
+    name: m.name!,
+    ...(m.namespace ? { namespace: m.namespace } : {}),
+    ...(m.uid ? { uid: m.uid } : {}),
+  };
+  const patchStatus = async (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> => {
+    const current = (obj as { status?: unknown }).status;
+    if (isSubset(status, current)) return obj;
+    return await client.patchStatus(
+      res,
+      obj.metadata.name!,
+      { status } as unknown as MergePatch<T>,
+      { namespace: obj.metadata.namespace, fieldManager, signal },
+    );
+  };
+  return {
+    client,
+    log: init.log,
+    events: init.events,
+    controller: controller.name,
+    key,
+    ref,
+    signal,
+    apply<U extends KubeObject>(kind: Resource<U>, obj: ApplyObject<U>): Promise<U> {
+      const desired = structuredClone(obj) as ApplyObject<U>;
+      desired.apiVersion ??= kind.apiVersion;
+      desired.kind ??= kind.kind;
+      if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
+        desired.metadata.namespace = m.namespace;
+      }
+      setControllerReference(owner, desired);
+      return client.apply(kind, desired, { force: true, fieldManager, signal });
+    },
+    patchStatus,
+    setCondition(obj: T, condition: ConditionInput): Promise<T> {
+      const current = (obj as { status?: { conditions?: Condition[] } }).status?.conditions;
+      const next = setCondition(current, {
+        ...condition,
+        observedGeneration: condition.observedGeneration ?? obj.metadata.generation,
+      });
+      return patchStatus(obj, { conditions: next } as unknown as MergePatch<StatusOf<T>>);
+    },
+  };
+}
+
+/** Whether applying merge patch `patch` to `target` would change nothing. */
+export function isSubset(patch: unknown, target: unknown): boolean {
+  if (patch === null) return target === undefined || target === null;
+  if (typeof patch !== "object" || Array.isArray(patch)) return deepEqual(patch, target);
+  if (typeof target !== "object" || target === null || Array.isArray(target)) return false;
+  const t = target as Record<string, unknown>;
+  return Object.entries(patch as Record<string, unknown>).every(([k, v]) =>
+    v === undefined || isSubset(v, t[k])
+  );
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ak = Object.keys(a);
+  const bk = Object.keys(b);
+  if (ak.length !== bk.length) return false;
+  return ak.every((k) =>
+    deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])
+  );
+}

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { ApiError } from "../../client/api_error.ts";
+import { type EventClient, EventRecorder } from "./events.ts";
+import { FakeClock } from "../../testing/fake_clock.ts";
+
+const target = { verb: "patch", kind: "Event", apiVersion: "v1", plural: "events" };
+const cm = {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "a", namespace: "d", uid: "u", resourceVersion: "3" },
+};
+
+function fake() {
+  const calls: { op: string; body: any }[] = [];
+  const fail = { create: [] as unknown[], patch: [] as unknown[] };
+  const client = {
+    create(_r: unknown, body: any) {
+      calls.push({ op: "create", body });
+      const f = fail.create.shift();
+      return f ? Promise.reject(f) : Promise.resolve(body);
+    },
+    patch(_r: unknown, name: string, body: any) {
+      calls.push({ op: `patch ${name}`, body });
+      const f = fail.patch.shift();
+      return f ? Promise.reject(f) : Promise.resolve(body);
+    },
+  } as unknown as EventClient;
+  return { client, calls, fail };
+}
+
+Deno.test("EventRecorder writes, aggregates identical events and keeps distinct ones apart", async () => {
+  const { client, calls } = fake();
+  const clock = new FakeClock(Date.parse("2025-01-01T00:00:00Z"));
+  const events = new EventRecorder(client, { component: "op", host: "pod-1", clock });
+  await events.normal(cm, "Created", "Made it");
+  clock.tick(2_000);
+  await events.normal(cm, "Created", "Made it");
+  await events.normal(cm, "Created", "Made another");
+  assert.deepEqual(calls.map((c) => c.op.split(" ")[0]), ["create", "patch", "create"]);
+  const first = calls[0].body;
+  assert.equal(calls[1].op, `patch ${first.metadata.name}`);
+  assert.deepEqual(calls[1].body, { count: 2, lastTimestamp: "2025-01-01T00:00:02Z" });
+  assert.match(first.metadata.name, /^a\.[0-9a-f]+$/);
+  assert.deepEqual(first.involvedObject, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    name: "a",
+    namespace: "d",
+    uid: "u",
+    resourceVersion: "3",
+  });
+  assert.deepEqual([first.type, first.count, first.source], ["Normal", 1, {
+    component: "op",
+    host: "pod-1",
+  }]);
+  assert.equal(first.metadata.namespace, "d");
+  assert.notEqual(calls[2].body.metadata.name, first.metadata.name);
+});
+
+Deno.test("EventRecorder never rejects, and starts over when the Event expired", async () => {
+  const { client, calls, fail } = fake();
+  const events = new EventRecorder(client, { component: "op", host: "" });
+  fail.create.push(new Error("Connection refused"));
+  await events.warning(cm, "Failed", "x"); // logged, not thrown
+  await events.warning(cm, "Failed", "x");
+  fail.patch.push(
+    ApiError.fromStatus(target, 404, {
+      code: 404,
+      reason: "NotFound",
+      message: "gone",
+      details: { name: "t", kind: "things" },
+    }),
+  );
+  await events.warning(cm, "Failed", "x");
+  assert.deepEqual(calls.map((c) => c.op.split(" ")[0]), ["create", "create", "patch", "create"]);
+  assert.equal(calls[3].body.count, 1);
+  // Cluster-scoped objects get their Events in "default".
+  await events.normal({ apiVersion: "v1", kind: "Node", metadata: { name: "n" } }, "Up", "y");
+  assert.equal(calls[4].body.metadata.namespace, "default");
+});

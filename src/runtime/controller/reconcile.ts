@@ -1,0 +1,341 @@
+/**
+ * `reconcile(resource, {...})`: describe a level-based controller. The value it returns is a
+ * description, not a running thing: the manager (`createManager`) runs it on shared informers,
+ * and the operator CLI derives RBAC from its `resource`, `owns`, `watches` and `finalizer`.
+ *
+ * ## Flow
+ *
+ * A change to a primary object, to an object it owns (its controller ownerReference points
+ * at the primary) or to a watched object (mapped to primary keys) puts the primary's key in
+ * a work queue. A worker takes the key, reads the primary from the cache and calls
+ * `reconcile(obj, ctx)`. With a `finalizer`, the finalizer is added first, and once
+ * `deletionTimestamp` is set `finalize(obj, ctx)` runs instead, and the finalizer is removed
+ * after it succeeds.
+ *
+ * ## Guarantees
+ *
+ * - Level-based: reconcile gets the current state, never the event; several changes may
+ *   lead to one call.
+ * - One call per key at a time; different keys run in parallel up to `maxConcurrent`.
+ * - Objects that no longer exist are not reconciled.
+ * - Returning `undefined` ends the work for this change; `requeue(ms)` runs it again after
+ *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
+ *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
+ *   recorded as a Warning Event on the object).
+ *
+ * @module
+ */
+import type { Logger } from "../../util/log.ts";
+import type { Client } from "../../client/client.ts";
+import type { ApplyObject, MergePatch } from "../../client/types.ts";
+import type { ConditionInput } from "../../core/conditions.ts";
+import type { EventRecorder } from "./events.ts";
+import type { KubeObject, ObjectRef } from "../../core/object.ts";
+import type { Predicate } from "./predicates.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { ObjectName } from "../cache/store.ts";
+
+/** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
+export interface Requeue {
+  /** Milliseconds to wait before the next reconcile of the object. */
+  readonly requeueAfterMs: number;
+}
+
+/** What a reconcile or finalize function returns: `undefined` (done) or {@linkcode Requeue}. */
+export type ReconcileResult = Requeue | undefined | void;
+
+/**
+ * Asks for the object to be reconciled again after `ms` milliseconds, e.g. to poll
+ * something the cluster does not notify about. A change to the object meanwhile still
+ * triggers a reconcile at once.
+ *
+ * @param ms The delay in milliseconds, `0` or more.
+ * @returns The result to return from `reconcile`.
+ * @throws {RangeError} When `ms` is negative or not finite.
+ *
+ * @example Poll every five seconds until ready
+ * ```ts
+ * import { requeue } from "./reconcile.ts";
+ * const ready = false;
+ * const result = ready ? undefined : requeue(5_000);
+ * if (result?.requeueAfterMs !== 5_000) throw new Error();
+ * ```
+ */
+export function requeue(ms: number): Requeue {
+  if (!(Number.isFinite(ms) && ms >= 0)) {
+    throw new RangeError(`Cannot requeue: ms must be a finite number >= 0, got "${ms}"`);
+  }
+  return Object.freeze({ requeueAfterMs: ms });
+}
+
+/**
+ * An error that retrying cannot fix (invalid spec, missing permission the operator will
+ * never get). Thrown from `reconcile` or `finalize`, it is logged and recorded as a Warning
+ * Event on the object, and the object is not retried until it changes again.
+ *
+ * @example Refusing an invalid spec
+ * ```ts
+ * import { TerminalError } from "./reconcile.ts";
+ * const err = new TerminalError('Cannot deploy image "": image is empty');
+ * if (err.name !== "TerminalError" || !(err instanceof Error)) throw new Error();
+ * ```
+ */
+export class TerminalError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message One line naming what failed and why.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "TerminalError";
+  }
+}
+
+/**
+ * What reconcile and finalize functions get besides the object: a client, a logger, an event
+ * recorder and helpers that write with the controller's field manager.
+ *
+ * @typeParam T The primary object type.
+ */
+export interface ReconcileContext<T extends KubeObject> {
+  /** The manager's client (shared by all controllers). */
+  readonly client: Client;
+  /**
+   * A logger (category `["kubeno", "controller", name]`) whose properties carry the
+   * `controller` name, the object's `namespace` (empty when cluster-scoped), `name` and
+   * `key`, and a `reconcileID` unique to this call (controller-runtime's field names).
+   */
+  readonly log: Logger;
+  /** Records core/v1 Events, shown by `kubectl describe`; never throws. */
+  readonly events: EventRecorder;
+  /** The controller's name. */
+  readonly controller: string;
+  /** The primary's key, `namespace/name` or `name`. */
+  readonly key: string;
+  /** A reference to the primary object. */
+  readonly ref: ObjectRef;
+  /** Aborted when the manager gives up waiting for in-flight work at shutdown. */
+  readonly signal: AbortSignal;
+  /**
+   * Server-side applies `obj` with the controller's field manager (forcing ownership of
+   * conflicting fields) after making the primary its controller owner. A namespaced `obj`
+   * without a namespace goes into the primary's.
+   *
+   * @param res The kind of `obj`.
+   * @param obj The fields this controller owns, `metadata.name` set.
+   * @returns The object as stored.
+   * @throws {TypeError} When the primary cannot own `obj` (see `setControllerReference`).
+   * @throws {ApiError} When the server refuses the apply.
+   */
+  apply<U extends KubeObject>(res: Resource<U>, obj: ApplyObject<U>): Promise<U>;
+  /**
+   * Merge-patches the status subresource of `obj` (a primary object). Skips the request
+   * when the status already holds these values.
+   *
+   * @param obj The object, as reconcile received it or as a write returned it.
+   * @param status The status fields to set; `null` removes a field.
+   * @returns The object as stored, or `obj` when nothing changed.
+   * @throws {ApiError} When the server refuses the patch.
+   */
+  patchStatus(obj: T, status: MergePatch<StatusOf<T>>): Promise<T>;
+  /**
+   * Sets one condition in `obj.status.conditions` with `metav1.Condition` semantics (see
+   * `setCondition`) and merge-patches the status; `observedGeneration` defaults to the
+   * object's generation. Skips the request when nothing changed.
+   *
+   * @param obj The object.
+   * @param condition The condition's type, status, reason and message.
+   * @returns The object as stored, or `obj` when nothing changed.
+   * @throws {ApiError} When the server refuses the patch.
+   */
+  setCondition(obj: T, condition: ConditionInput): Promise<T>;
+}
+
+/** The `status` type of an object type, `never` when it has none. */
+export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
+
+/** A function from a watched object to the keys of the primaries it affects. */
+export type MapFunc<U> = (obj: U) => Iterable<string | ObjectName>;
+
+/** One entry of `watches`: a kind, and how its objects map to primary keys. */
+export interface WatchSpec<U extends KubeObject = any> {
+  /** The kind to watch. */
+  readonly resource: Resource<U>;
+  /** The primary keys (`namespace/name`, `name`, or `{ name, namespace }`) to enqueue. */
+  readonly map: MapFunc<U>;
+  /**
+   * Only events that pass every predicate are mapped.
+   * @default []
+   */
+  readonly predicates?: readonly Predicate<U>[];
+}
+
+/** The functions and options of {@linkcode reconcile}. */
+export interface ReconcileOptions<T extends KubeObject> {
+  /**
+   * Brings the cluster in line with `obj`, the current state of a primary object.
+   *
+   * @param obj The object from the cache; do not mutate it.
+   * @param ctx Client, logger, events and write helpers.
+   * @returns `undefined` when done, or `requeue(ms)`.
+   */
+  reconcile(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
+  /**
+   * Cleans up what the cluster does not clean up itself, once `obj` is being deleted.
+   * Requires `finalizer`. The finalizer is removed only after this succeeds; a thrown error
+   * retries with backoff.
+   *
+   * @param obj The object, `deletionTimestamp` set.
+   * @param ctx As for `reconcile`.
+   * @returns `undefined` when done (the finalizer is then removed), or `requeue(ms)` to
+   * finalize again later, keeping the finalizer.
+   */
+  finalize?(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
+  /** Finalizer name, a qualified name such as `apps.kubeno.dev/cleanup`; requires `finalize`. */
+  finalizer?: string;
+  /**
+   * Kinds this controller creates and owns; a change to one whose controller ownerReference
+   * points at a primary reconciles that primary.
+   * @default []
+   */
+  owns?: readonly Resource<any>[];
+  /**
+   * Other kinds to watch, each with a function mapping its objects to primary keys.
+   * @default []
+   */
+  watches?: readonly WatchSpec<any>[];
+  /**
+   * Filters events on primary objects: only those that pass all of them enqueue.
+   * @default [] (every event)
+   */
+  predicates?: readonly Predicate<T>[];
+  /**
+   * Reconciles running at once, each on a different object.
+   * @default 1
+   */
+  maxConcurrent?: number;
+  /**
+   * Controller name: in logs, metrics, the work queue and Events.
+   * @default the kind lower-cased
+   */
+  name?: string;
+  /**
+   * Field manager of `ctx.apply`, `ctx.patchStatus` and finalizer writes.
+   * @default the controller name
+   */
+  fieldManager?: string;
+}
+
+/**
+ * A controller description made by {@linkcode reconcile}. Run it with a manager; read it to
+ * derive RBAC (`resource`, `owns`, `watches`, `finalizer`).
+ *
+ * @typeParam T The primary object type.
+ */
+export interface Controller<T extends KubeObject = any> {
+  /** Controller name. */
+  readonly name: string;
+  /** The primary kind. */
+  readonly resource: Resource<T>;
+  /** Owned kinds. */
+  readonly owns: readonly Resource<any>[];
+  /** Watched kinds and their mappings. */
+  readonly watches: readonly WatchSpec<any>[];
+  /** Predicates on primary events. */
+  readonly predicates: readonly Predicate<T>[];
+  /** Finalizer name, if any. */
+  readonly finalizer?: string;
+  /** Reconciles running at once. */
+  readonly maxConcurrent: number;
+  /** Field manager of the controller's writes. */
+  readonly fieldManager: string;
+  /** The reconcile function. */
+  readonly reconcile: ReconcileOptions<T>["reconcile"];
+  /** The finalize function, if any. */
+  readonly finalize?: ReconcileOptions<T>["finalize"];
+}
+
+const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/**
+ * Describes a level-based controller for `resource`. See the module docs for the flow and
+ * guarantees.
+ *
+ * @typeParam T The primary object type, inferred from `resource`.
+ * @param resource The primary kind, e.g. one made with `defineResource`.
+ * @param options The `reconcile` function, and optionally `finalize` + `finalizer`, `owns`,
+ * `watches`, `predicates`, `maxConcurrent`, `name` and `fieldManager`.
+ * @returns A frozen controller description for a manager to run.
+ * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, or the
+ * finalizer is not a qualified name.
+ * @throws {RangeError} When `maxConcurrent` is not a positive integer.
+ *
+ * @example A controller that owns ConfigMaps
+ * ```ts
+ * import { reconcile, requeue } from "./reconcile.ts";
+ * import { ConfigMap, Secret } from "../../core/kinds.ts";
+ * const controller = reconcile(Secret, {
+ *   owns: [ConfigMap],
+ *   finalizer: "example.com/cleanup",
+ *   async reconcile(secret, ctx) {
+ *     const name = `${secret.metadata.name}-keys`;
+ *     const data = { keys: Object.keys(secret.data ?? {}).join(",") };
+ *     await ctx.apply(ConfigMap, { metadata: { name }, data });
+ *     return requeue(60_000);
+ *   },
+ *   finalize(secret, ctx) {
+ *     ctx.log.info("Secret {key} is going away", { key: ctx.key });
+ *   },
+ * });
+ * if (controller.name !== "secret" || controller.owns[0] !== ConfigMap) throw new Error();
+ * ```
+ */
+export function reconcile<T extends KubeObject>(
+  resource: Resource<T>,
+  options: ReconcileOptions<T>,
+): Controller<T> {
+  const name = options.name ?? resource.kind.toLowerCase();
+  if (typeof options.reconcile !== "function") {
+    throw new TypeError(`Cannot define controller "${name}": reconcile is not a function`);
+  }
+  const { finalizer, finalize } = options;
+  if (finalize && !finalizer) {
+    throw new TypeError(`Cannot define controller "${name}": finalize needs a finalizer name`);
+  }
+  if (finalizer !== undefined && !finalize) {
+    throw new TypeError(
+      `Cannot define controller "${name}": finalizer "${finalizer}" needs a finalize function`,
+    );
+  }
+  if (finalizer !== undefined && (!QUALIFIED.test(finalizer) || finalizer.length > 316)) {
+    throw new TypeError(
+      `Cannot define controller "${name}": finalizer "${finalizer}" is not a qualified name such as "example.com/cleanup"`,
+    );
+  }
+  const maxConcurrent = options.maxConcurrent ?? 1;
+  if (!(Number.isInteger(maxConcurrent) && maxConcurrent > 0)) {
+    throw new RangeError(
+      `Cannot define controller "${name}": maxConcurrent must be a positive integer, got "${maxConcurrent}"`,
+    );
+  }
+  for (const w of options.watches ?? []) {
+    if (typeof w.map !== "function") {
+      throw new TypeError(
+        `Cannot define controller "${name}": watches entry for "${w.resource?.kind}" has no map function`,
+      );
+    }
+  }
+  return Object.freeze({
+    name,
+    resource,
+    owns: Object.freeze([...(options.owns ?? [])]),
+    watches: Object.freeze([...(options.watches ?? [])]),
+    predicates: Object.freeze([...(options.predicates ?? [])]),
+    ...(finalizer !== undefined ? { finalizer, finalize } : {}),
+    maxConcurrent,
+    fieldManager: options.fieldManager ?? name,
+    reconcile: options.reconcile,
+  });
+}

@@ -1,0 +1,420 @@
+/**
+ * `ControllerRuntime`: runs one {@linkcode Controller} (made by `reconcile()`) against
+ * shared informers and a `WorkQueue<string>` of primary keys. A manager creates one per
+ * controller; use it directly only to run a controller without a manager.
+ *
+ * ## Flow
+ *
+ * Constructing the runtime asks the informer factory for the primary, owned and watched
+ * kinds (one informer per namespace when scoped to namespaces) and adds handlers that turn
+ * events into keys: primary events that pass the predicates enqueue the object's key; owned
+ * objects enqueue the primary their controller ownerReference names (old and new owner on
+ * update); watched objects enqueue what their map function returns. `start()` waits until
+ * those caches have synced, then runs `maxConcurrent` workers. `stop()` stops taking new
+ * keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
+ *
+ * ## Guarantees
+ *
+ * - A key is never reconciled by two workers at once (the work queue's promise).
+ * - No reconcile starts before the controller's caches have synced, or after `stop()`.
+ * - Objects absent from the cache are not reconciled.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Client } from "../../client/client.ts";
+import { EventRecorder } from "./events.ts";
+import { finalizer } from "./finalizer.ts";
+import type { Informer } from "../cache/informer.ts";
+import type { InformerFactory } from "../cache/informer_factory.ts";
+import type { KubeObject } from "../../core/object.ts";
+import { controllerOf } from "../../core/owner.ts";
+import type { PredicateEvent } from "./predicates.ts";
+import type { RateLimiter } from "../queue/rate_limiter.ts";
+import { type Controller, type ReconcileResult, TerminalError } from "./reconcile.ts";
+import type { Resource } from "../../core/resource.ts";
+import { objectKey } from "../cache/store.ts";
+import { WorkQueue, type WorkQueueMetrics } from "../queue/workqueue.ts";
+import { reconcileContext } from "./_context.ts";
+
+/** How a reconcile ended, as the `result` label of reconcile metrics. */
+export type ReconcileOutcome = "success" | "requeue" | "error" | "terminal";
+
+/** One finished reconcile (or finalize), for metrics. */
+export interface ReconcileSample {
+  /** Controller name. */
+  controller: string;
+  /** The primary's key. */
+  key: string;
+  /** How it ended. */
+  result: ReconcileOutcome;
+  /** How long it took, in seconds. */
+  seconds: number;
+  /** The error, for `error` and `terminal`. */
+  error?: unknown;
+}
+
+/**
+ * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
+ * synchronously; they must be cheap and must not throw.
+ */
+export interface ControllerMetrics {
+  /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
+  reconcile?(sample: ReconcileSample): void;
+  /** Workers busy now: `controller_runtime_active_workers`. */
+  activeWorkers?(controller: string, active: number): void;
+  /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
+  workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
+}
+
+/** Options of {@linkcode ControllerRuntime}. */
+export interface ControllerRuntimeOptions {
+  /** The client reconciles and finalizer writes use. */
+  client: Client;
+  /** Where informers come from; shared with other controllers. */
+  informers: InformerFactory;
+  /**
+   * Namespaces to watch namespaced kinds in.
+   * @default all namespaces
+   */
+  namespaces?: readonly string[];
+  /** Metrics hooks. */
+  metrics?: ControllerMetrics;
+  /**
+   * Rate limiter of the work queue.
+   * @default defaultControllerRateLimiter() (5 ms doubling to 1000 s per key, 10 qps burst 100)
+   */
+  rateLimiter?: RateLimiter<string>;
+  /**
+   * Records Events for the controller.
+   * @default an EventRecorder with component set to the controller name
+   */
+  events?: EventRecorder;
+}
+
+type Handlers = () => void;
+const RESYNC_RETRY_MS = 1_000;
+
+/**
+ * Runs one controller. See the module docs for the flow and guarantees.
+ *
+ * @typeParam T The primary object type.
+ *
+ * @example Running a controller without a manager
+ * ```ts ignore
+ * import { ControllerRuntime, createClient, InformerFactory, reconcile, ConfigMap } from "jsr:@kubeno/kubeno";
+ * using client = await createClient();
+ * await using informers = new InformerFactory({ client });
+ * const runtime = new ControllerRuntime(
+ *   reconcile(ConfigMap, { reconcile: (cm, ctx) => ctx.log.info("Saw {key}", { key: ctx.key }) }),
+ *   { client, informers },
+ * );
+ * informers.start();
+ * await runtime.start();
+ * // ... later
+ * await runtime.stop(30_000);
+ * ```
+ */
+export class ControllerRuntime<T extends KubeObject> {
+  /** The controller run. */
+  readonly controller: Controller<T>;
+  /** The work queue of primary keys. */
+  readonly queue: WorkQueue<string>;
+  readonly #client: Client;
+  readonly #events: EventRecorder;
+  readonly #metrics?: ControllerMetrics;
+  readonly #namespaces?: readonly string[];
+  readonly #primary: Informer<T>[];
+  readonly #all: Informer<any>[] = [];
+  readonly #removers: Handlers[] = [];
+  readonly #abort = new AbortController();
+  readonly #stopStart = new AbortController();
+  readonly #log;
+  readonly #workers: Promise<void>[] = [];
+  #active = 0;
+  #started = false;
+  #stopping = false;
+
+  /**
+   * Gets the informers the controller needs from `options.informers` and starts queueing
+   * keys from their events; no reconcile runs before {@linkcode ControllerRuntime.prototype.start}.
+   *
+   * @param controller The controller, from `reconcile()`.
+   * @param options Client, informer factory, namespaces, metrics, rate limiter, recorder.
+   */
+  constructor(controller: Controller<T>, options: ControllerRuntimeOptions) {
+    this.controller = controller;
+    this.#client = options.client;
+    this.#metrics = options.metrics;
+    this.#namespaces = options.namespaces?.length ? options.namespaces : undefined;
+    this.#events = options.events ??
+      new EventRecorder(options.client, { component: controller.name });
+    this.#log = getLogger(["kubeno", "controller", controller.name]);
+    this.queue = new WorkQueue<string>({
+      name: controller.name,
+      rateLimiter: options.rateLimiter,
+      metrics: options.metrics?.workqueue?.(controller.name),
+    });
+    const { informers } = options;
+    this.#primary = this.#scoped(informers, controller.resource);
+    for (const inf of this.#primary) {
+      this.#watch(inf, (ev) => {
+        if (controller.predicates.every((p) => p(ev))) this.queue.add(objectKey(ev.object));
+      });
+    }
+    const primary = controller.resource;
+    for (const owned of controller.owns) {
+      for (const inf of this.#scoped(informers, owned)) {
+        this.#watch(inf, (ev) => {
+          for (const obj of ev.type === "update" ? [ev.old, ev.object] : [ev.object]) {
+            const ref = controllerOf(obj);
+            if (!ref || ref.kind !== primary.kind || groupOf(ref.apiVersion) !== primary.group) {
+              continue;
+            }
+            const ns = obj.metadata.namespace;
+            this.queue.add(primary.namespaced && ns ? `${ns}/${ref.name}` : ref.name);
+          }
+        });
+      }
+    }
+    for (const w of controller.watches) {
+      for (const inf of this.#scoped(informers, w.resource)) {
+        this.#watch(inf, (ev) => {
+          if (!(w.predicates ?? []).every((p) => p(ev))) return;
+          for (const obj of ev.type === "update" ? [ev.old, ev.object] : [ev.object]) {
+            for (const k of w.map(obj)) this.queue.add(typeof k === "string" ? k : objectKey(k));
+          }
+        });
+      }
+    }
+  }
+
+  /**
+   * The informers this controller reads, for health and readiness.
+   *
+   * @returns The distinct informers (shared with other controllers).
+   */
+  get informers(): readonly Informer<any>[] {
+    return this.#all;
+  }
+
+  /**
+   * Whether every informer of this controller has synced.
+   *
+   * @returns `true` once all have.
+   */
+  get synced(): boolean {
+    return this.#all.every((inf) => inf.hasSynced);
+  }
+
+  /**
+   * Whether the workers are running.
+   *
+   * @returns `true` after `start()` resolved and before `stop()`.
+   */
+  get running(): boolean {
+    return this.#started && !this.#stopping;
+  }
+
+  /**
+   * Waits for the controller's caches to sync (retrying while an informer fails
+   * persistently, e.g. a missing CRD or permission), then starts the workers.
+   * The informers must be started (e.g. by `InformerFactory.start()`).
+   *
+   * @param signal Stops waiting for the caches.
+   * @returns A promise that resolves once the workers run.
+   * @throws The signal's reason when it aborts first, or an `Error` when stopped first.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#started) return;
+    const wait = signal
+      ? AbortSignal.any([signal, this.#stopStart.signal])
+      : this.#stopStart.signal;
+    for (;;) {
+      try {
+        await Promise.all(this.#all.map((inf) => inf.synced({ signal: wait })));
+        break;
+      } catch (err) {
+        if (wait.aborted) throw wait.reason;
+        this.#log.error("Controller {controller} cannot sync its caches yet: {error}", {
+          controller: this.controller.name,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        await sleep(RESYNC_RETRY_MS, wait).catch(() => {});
+        if (wait.aborted) throw wait.reason;
+      }
+    }
+    if (this.#stopping) {
+      throw new Error(`Cannot start controller "${this.controller.name}": stopped`);
+    }
+    this.#started = true;
+    this.#log.info("Controller {controller} started with {workers} workers", {
+      controller: this.controller.name,
+      workers: this.controller.maxConcurrent,
+    });
+    for (let i = 0; i < this.controller.maxConcurrent; i++) this.#workers.push(this.#work());
+  }
+
+  /**
+   * Stops taking new keys, removes the event handlers and waits up to `timeoutMs` for
+   * in-flight reconciles. After the deadline their `ctx.signal` is aborted and this returns
+   * without them. Calling it again waits again.
+   *
+   * @param timeoutMs How long to wait for in-flight reconciles.
+   * @returns `true` when every in-flight reconcile finished in time.
+   */
+  async stop(timeoutMs = 30_000): Promise<boolean> {
+    this.#stopping = true;
+    this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
+    for (const remove of this.#removers.splice(0)) remove();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<boolean>((r) => timer = setTimeout(() => r(false), timeoutMs));
+    const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
+      true
+    );
+    const ok = await Promise.race([drained, timedOut]);
+    clearTimeout(timer);
+    if (!ok) {
+      this.#log.warn(
+        "Controller {controller} gave up waiting for {active} reconciles after {timeoutMs} ms",
+        { controller: this.controller.name, active: this.#active, timeoutMs },
+      );
+      this.#abort.abort(new Error(`Controller "${this.controller.name}" shutdown timed out`));
+    }
+    await Promise.race([this.#events.flush(), new Promise((r) => setTimeout(r, 0))]);
+    return ok;
+  }
+
+  #scoped<U extends KubeObject>(factory: InformerFactory, res: Resource<U>): Informer<U>[] {
+    const out = !res.namespaced || !this.#namespaces
+      ? [factory.for(res)]
+      : this.#namespaces.map((namespace) => factory.for(res, { namespace }));
+    for (const inf of out) if (!this.#all.includes(inf)) this.#all.push(inf);
+    return out;
+  }
+
+  #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: PredicateEvent<U>) => void): void {
+    this.#removers.push(inf.addHandler({
+      onAdd: (object) => fn({ type: "create", object }),
+      onUpdate: (old, object) => fn({ type: "update", old, object }),
+      onDelete: (object) => fn({ type: "delete", object }),
+    }));
+  }
+
+  #get(key: string): T | undefined {
+    if (this.#primary.length === 1) return this.#primary[0].get(key);
+    const ns = key.slice(0, key.indexOf("/"));
+    const i = this.#namespaces!.indexOf(ns);
+    return i < 0 ? undefined : this.#primary[i].get(key);
+  }
+
+  async #work(): Promise<void> {
+    for (;;) {
+      const item = await this.queue.get();
+      if (item.shutdown) return;
+      const key = item.key;
+      if (this.#stopping) {
+        this.queue.done(key);
+        continue;
+      }
+      this.#metrics?.activeWorkers?.(this.controller.name, ++this.#active);
+      try {
+        await this.#process(key);
+      } finally {
+        this.queue.done(key);
+        this.#metrics?.activeWorkers?.(this.controller.name, --this.#active);
+      }
+    }
+  }
+
+  async #process(key: string): Promise<void> {
+    const obj = this.#get(key);
+    if (!obj) {
+      this.queue.forget(key);
+      return;
+    }
+    const c = this.controller;
+    // controller-runtime's reconcile log fields, so log queries carry over.
+    const log = this.#log.with({
+      controller: c.name,
+      namespace: obj.metadata.namespace ?? "",
+      name: obj.metadata.name,
+      reconcileID: crypto.randomUUID(),
+      key,
+    });
+    const ctx = reconcileContext({
+      controller: c,
+      client: this.#client,
+      events: this.#events,
+      log,
+      key,
+      primary: obj,
+      signal: this.#abort.signal,
+    });
+    const started = performance.now();
+    let result: ReconcileOutcome;
+    let error: unknown;
+    try {
+      let r: ReconcileResult;
+      if (c.finalizer) {
+        r = await finalizer(
+          this.#client,
+          c.resource,
+          c.finalizer,
+          obj,
+          (ev) => ev.type === "apply" ? c.reconcile(ev.object, ctx) : c.finalize!(ev.object, ctx),
+          { fieldManager: c.fieldManager, signal: this.#abort.signal },
+        );
+      } else {
+        r = await c.reconcile(obj, ctx);
+      }
+      this.queue.forget(key);
+      if (r && typeof r.requeueAfterMs === "number") {
+        this.queue.addAfter(key, r.requeueAfterMs);
+        result = "requeue";
+      } else {
+        result = "success";
+      }
+    } catch (err) {
+      error = err;
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof TerminalError) {
+        result = "terminal";
+        this.queue.forget(key);
+        log.error("Reconcile of {key} failed and will not be retried: {error}", {
+          key,
+          error: message,
+        });
+        this.#events.warning(obj, "ReconcileFailed", message);
+      } else {
+        result = "error";
+        this.queue.addRateLimited(key);
+        log.warn("Reconcile of {key} failed, retry {retry}: {error}", {
+          key,
+          retry: this.queue.numRequeues(key),
+          error: message,
+        });
+      }
+    }
+    this.#metrics?.reconcile?.({
+      controller: c.name,
+      key,
+      result,
+      seconds: (performance.now() - started) / 1000,
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+}
+
+function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf("/");
+  return i < 0 ? "" : apiVersion.slice(0, i);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve()), ms);
+    const onAbort = () => (clearTimeout(t), reject(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

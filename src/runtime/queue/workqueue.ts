@@ -1,0 +1,593 @@
+/**
+ * The work queue between informers and reconcilers: fair, de-duplicating, one worker per
+ * key at a time, with delayed and rate-limited adds, and a drain on shutdown. Modelled on
+ * client-go's `util/workqueue`.
+ *
+ * @module
+ */
+
+import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
+
+/**
+ * Callbacks a {@linkcode WorkQueue} makes so that metrics can be kept outside it. Each maps
+ * to one controller-runtime metric, named in its doc. Durations are in seconds. Hooks run
+ * synchronously inside queue operations, after the queue's state has changed; they must
+ * be cheap and must not throw.
+ *
+ * @typeParam K The key type of the queue.
+ *
+ * @example Counting adds and tracking depth
+ * ```ts
+ * import { WorkQueue } from "./workqueue.ts";
+ *
+ * let adds = 0;
+ * let depth = 0;
+ * const queue = new WorkQueue<string>({
+ *   name: "apps",
+ *   metrics: { add: () => adds++, depth: (n) => depth = n },
+ * });
+ * queue.add("default/a");
+ * queue.add("default/a");
+ * queue.add("default/b");
+ * if (adds !== 2 || depth !== 2) throw new Error(`Unexpected adds ${adds}, depth ${depth}`);
+ * ```
+ */
+export interface WorkQueueMetrics<K> {
+  /** A key became dirty (it was not already waiting): `workqueue_adds_total`. */
+  add?(key: K): void;
+  /** The number of dirty keys changed to `depth`: `workqueue_depth`. */
+  depth?(depth: number): void;
+  /** `key` waited `seconds` between its add and a worker getting it: `workqueue_queue_duration_seconds`. */
+  queueDuration?(seconds: number, key: K): void;
+  /** A worker held `key` for `seconds` before `done`: `workqueue_work_duration_seconds`. */
+  workDuration?(seconds: number, key: K): void;
+  /** `key` was added with a delay (`addAfter`, `addRateLimited`): `workqueue_retries_total`. */
+  retry?(key: K): void;
+  /**
+   * Reported periodically while keys are being processed, and once with zeros when none are
+   * left: the summed age of all in-flight work (`workqueue_unfinished_work_seconds`) and the
+   * age of the oldest (`workqueue_longest_running_processor_seconds`).
+   */
+  unfinishedWork?(unfinishedSeconds: number, longestRunningSeconds: number): void;
+}
+
+/** Options for {@linkcode WorkQueue}. */
+export interface WorkQueueOptions<K> {
+  /**
+   * A name for the queue, for metrics labels and messages.
+   *
+   * @default {""}
+   */
+  name?: string;
+  /**
+   * The clock for delayed adds and metrics.
+   *
+   * @default {realClock}
+   */
+  clock?: Clock;
+  /**
+   * Decides the delay of {@linkcode WorkQueue.addRateLimited}.
+   *
+   * @default {defaultControllerRateLimiter({ clock })}
+   */
+  rateLimiter?: RateLimiter<K>;
+  /** Hooks that feed metrics. */
+  metrics?: WorkQueueMetrics<K>;
+  /**
+   * How often {@linkcode WorkQueueMetrics.unfinishedWork} is called while work is in flight,
+   * in milliseconds.
+   *
+   * @default {500}
+   */
+  unfinishedWorkPeriodMs?: number;
+}
+
+/** What {@linkcode WorkQueue.get} resolves to: a key to process, or the end of the queue. */
+export type WorkQueueItem<K> = { key: K; shutdown: false } | { key: undefined; shutdown: true };
+
+/** Options for {@linkcode WorkQueue.get}. */
+export interface WorkQueueGetOptions {
+  /** Stops waiting; the promise then rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+interface Getter<K> {
+  resolve(item: WorkQueueItem<K>): void;
+  detach(): void;
+}
+
+interface Delayed<K> {
+  key: K;
+  readyAt: number;
+  seq: number;
+}
+
+const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown: true });
+
+/**
+ * A work queue of keys, generic in the key type (compared with `SameValueZero`, so use
+ * strings such as `namespace/name` rather than objects).
+ *
+ * Flow: producers `add` keys (now, after a delay, or after a rate-limited delay); workers
+ * `get` a key, process it, then call `done(key)`; a worker that failed calls
+ * `addRateLimited(key)` before `done`, and one that succeeded calls `forget(key)`.
+ *
+ * Guarantees:
+ * - Fair: keys are handed out in the order they were added; waiting workers are served in
+ *   the order they called `get`.
+ * - De-duplicating: a key added many times before a worker gets it is handed out once.
+ * - One worker per key: a key is never handed out again until `done(key)`. If it is added
+ *   while being processed it is queued again on `done`, so no change is lost.
+ * - Delayed adds: `addAfter` adds the key when the delay has passed; when a key is already
+ *   waiting, the earlier time wins.
+ * - Shutdown: after `shutDown` adds are ignored, delayed adds are dropped, keys already
+ *   queued are still handed out, and once none are left `get` resolves
+ *   `{ shutdown: true }`. `shutDownWithDrain` also waits until every key handed out is done.
+ *
+ * Assumptions: every key returned by `get` is eventually passed to `done`.
+ *
+ * Caveats: the queue holds a timer only while delayed keys wait or (with the
+ * `unfinishedWork` hook) while keys are processed; call `shutDown` to drop those.
+ *
+ * Errors: `addAfter` throws `RangeError` for a delay that is not a finite number.
+ *
+ * @typeParam K The key type.
+ *
+ * @example A worker loop
+ * ```ts
+ * import { WorkQueue } from "./workqueue.ts";
+ *
+ * const queue = new WorkQueue<string>({ name: "apps" });
+ * queue.add("default/a");
+ * queue.add("default/b");
+ * queue.add("default/a"); // de-duplicated
+ * const seen: string[] = [];
+ * const worker = (async () => {
+ *   for await (const key of queue) {
+ *     try {
+ *       seen.push(key);
+ *       queue.forget(key);
+ *     } finally {
+ *       queue.done(key);
+ *     }
+ *   }
+ * })();
+ * await queue.shutDownWithDrain();
+ * await worker;
+ * if (seen.join() !== "default/a,default/b") throw new Error(`Unexpected keys "${seen}"`);
+ * ```
+ */
+export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> {
+  #name: string;
+  #clock: Clock;
+  #rateLimiter: RateLimiter<K>;
+  #metrics?: WorkQueueMetrics<K>;
+  #periodMs: number;
+  // FIFO of keys ready for a worker; entries before #head are consumed.
+  #queue: (K | undefined)[] = [];
+  #head = 0;
+  // Keys that need processing, with the time they became dirty (0 without metrics).
+  #dirty = new Map<K, number>();
+  // Keys handed to a worker and not yet done, with the time they were handed out.
+  #processing = new Map<K, number>();
+  #getters: Getter<K>[] = [];
+  #drainers: (() => void)[] = [];
+  #shuttingDown = false;
+  // Delayed adds: a min-heap by (readyAt, seq). #waiting holds each key's live entry;
+  // heap entries that are not live were superseded by an earlier addAfter.
+  #heap: Delayed<K>[] = [];
+  #waiting = new Map<K, Delayed<K>>();
+  #seq = 0;
+  #delayTimer?: TimerId;
+  #delayTimerDue = Infinity;
+  #unfinishedTimer?: TimerId;
+
+  /**
+   * Creates an empty queue.
+   *
+   * @param options Name, clock, rate limiter and metrics hooks.
+   * @throws {RangeError} When `unfinishedWorkPeriodMs` is not a positive finite number.
+   */
+  constructor(options: WorkQueueOptions<K> = {}) {
+    this.#name = options.name ?? "";
+    this.#clock = options.clock ?? realClock;
+    this.#rateLimiter = options.rateLimiter ??
+      defaultControllerRateLimiter<K>({ clock: this.#clock });
+    this.#metrics = options.metrics;
+    this.#periodMs = options.unfinishedWorkPeriodMs ?? 500;
+    if (!(this.#periodMs > 0 && this.#periodMs < Infinity)) {
+      throw new RangeError(
+        `Cannot create work queue "${this.#name}": unfinishedWorkPeriodMs must be > 0 and finite, got "${this.#periodMs}"`,
+      );
+    }
+  }
+
+  /**
+   * The queue's name.
+   *
+   * @returns The name given in the options.
+   */
+  get name(): string {
+    return this.#name;
+  }
+
+  /**
+   * Whether {@linkcode WorkQueue.shutDown} has been called.
+   *
+   * @returns `true` once the queue is shutting down.
+   */
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /**
+   * The number of keys waiting for a worker, not counting keys re-added while processed.
+   *
+   * @returns The queue length.
+   */
+  len(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /**
+   * Marks `key` as needing processing. Does nothing if it is already waiting or the queue
+   * is shutting down; if it is being processed it is queued again on `done`.
+   *
+   * @param key The key to add.
+   */
+  add(key: K): void {
+    if (this.#shuttingDown || this.#dirty.has(key)) return;
+    const metrics = this.#metrics;
+    this.#dirty.set(key, metrics ? this.#clock.now() : 0);
+    metrics?.add?.(key);
+    metrics?.depth?.(this.#dirty.size);
+    if (!this.#processing.has(key)) this.#push(key);
+  }
+
+  /**
+   * Adds `key` once `ms` milliseconds have passed. If the key is already waiting for a
+   * delayed add, the earlier of the two times is kept.
+   *
+   * @param key The key to add.
+   * @param ms The delay in milliseconds; `0` or less adds at once.
+   * @throws {RangeError} When `ms` is not a finite number.
+   *
+   * @example Requeueing after a fixed time
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   * import { FakeClock } from "../../testing/fake_clock.ts";
+   *
+   * const clock = new FakeClock();
+   * const queue = new WorkQueue<string>({ clock });
+   * queue.addAfter("default/a", 5_000);
+   * queue.addAfter("default/a", 1_000); // earlier wins
+   * clock.tick(999);
+   * if (queue.len() !== 0) throw new Error("Added too early");
+   * clock.tick(1);
+   * if (queue.len() !== 1) throw new Error("Not added after 1 s");
+   * ```
+   */
+  addAfter(key: K, ms: number): void {
+    if (!Number.isFinite(ms)) {
+      throw new RangeError(
+        `Cannot add to work queue "${this.#name}" after delay: ms must be finite, got "${ms}"`,
+      );
+    }
+    if (this.#shuttingDown) return;
+    this.#metrics?.retry?.(key);
+    if (ms <= 0) return this.add(key);
+    const readyAt = this.#clock.now() + ms;
+    const existing = this.#waiting.get(key);
+    if (existing !== undefined && existing.readyAt <= readyAt) return;
+    const entry: Delayed<K> = { key, readyAt, seq: this.#seq++ };
+    this.#waiting.set(key, entry);
+    heapPush(this.#heap, entry);
+    this.#armDelayTimer();
+  }
+
+  /**
+   * Adds `key` after the delay the rate limiter decides, counting one more retry of it.
+   *
+   * @param key The key to retry.
+   *
+   * @example Retrying with backoff, resetting on success
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   * import { FakeClock } from "../../testing/fake_clock.ts";
+   *
+   * const clock = new FakeClock();
+   * const queue = new WorkQueue<string>({ clock });
+   * queue.addRateLimited("default/a"); // first retry: 5 ms
+   * clock.tick(5);
+   * const item = await queue.get();
+   * if (item.key !== "default/a") throw new Error("Not retried");
+   * if (queue.numRequeues("default/a") !== 1) throw new Error("Retry not counted");
+   * queue.forget("default/a"); // reconciled: next failure starts again at 5 ms
+   * queue.done("default/a");
+   * ```
+   */
+  addRateLimited(key: K): void {
+    if (this.#shuttingDown) return;
+    this.addAfter(key, this.#rateLimiter.when(key));
+  }
+
+  /**
+   * Tells the rate limiter that `key` succeeded (or was given up on), resetting its backoff.
+   *
+   * @param key The key to forget.
+   */
+  forget(key: K): void {
+    this.#rateLimiter.forget(key);
+  }
+
+  /**
+   * How many times `key` has been retried through {@linkcode WorkQueue.addRateLimited}
+   * since it was last forgotten.
+   *
+   * @param key The key to look up.
+   * @returns The retry count.
+   */
+  numRequeues(key: K): number {
+    return this.#rateLimiter.numRequeues(key);
+  }
+
+  /**
+   * Waits for a key to process. The key stays reserved for the caller until
+   * {@linkcode WorkQueue.done} is called with it.
+   *
+   * @param options An abort signal to stop waiting.
+   * @returns The next key, or `{ shutdown: true }` once the queue is shut down and empty.
+   * @throws {unknown} The signal's reason when `signal` aborts while waiting.
+   *
+   * @example Waiting for work with a timeout
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   *
+   * const queue = new WorkQueue<string>();
+   * try {
+   *   await queue.get({ signal: AbortSignal.timeout(1) });
+   *   throw new Error("Got a key from an empty queue");
+   * } catch (error) {
+   *   if ((error as Error).name !== "TimeoutError") throw error;
+   * }
+   * ```
+   */
+  get(options: WorkQueueGetOptions = {}): Promise<WorkQueueItem<K>> {
+    if (this.#head < this.#queue.length) {
+      return Promise.resolve({ key: this.#start(this.#shift()), shutdown: false });
+    }
+    if (this.#shuttingDown) return Promise.resolve(SHUTDOWN);
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.#getters.indexOf(getter);
+        if (i >= 0) this.#getters.splice(i, 1);
+        reject(signal!.reason);
+      };
+      const getter: Getter<K> = {
+        resolve,
+        detach: () => signal?.removeEventListener("abort", onAbort),
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#getters.push(getter);
+    });
+  }
+
+  /**
+   * Releases `key` after processing. If it was added again meanwhile it is queued again.
+   * Calling it for a key that is not being processed does nothing.
+   *
+   * @param key A key returned by {@linkcode WorkQueue.get}.
+   */
+  done(key: K): void {
+    const started = this.#processing.get(key);
+    if (started === undefined) return;
+    this.#processing.delete(key);
+    if (this.#dirty.has(key)) this.#push(key);
+    this.#metrics?.workDuration?.((this.#clock.now() - started) / 1000, key);
+    if (this.#processing.size === 0) {
+      if (this.#unfinishedTimer !== undefined) {
+        this.#clock.clearTimeout(this.#unfinishedTimer);
+        this.#unfinishedTimer = undefined;
+        this.#metrics?.unfinishedWork?.(0, 0);
+      }
+      const drainers = this.#drainers;
+      this.#drainers = [];
+      for (const resolve of drainers) resolve();
+    }
+  }
+
+  /**
+   * Stops accepting keys: later adds are ignored, delayed adds are dropped, and waiting
+   * and later `get` calls resolve `{ shutdown: true }` once the queued keys are handed out.
+   * Calling it again does nothing.
+   */
+  shutDown(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    this.#delayTimerDue = Infinity;
+    this.#heap = [];
+    this.#waiting.clear();
+    // Getters only wait while the queue is empty, so all of them are told to stop.
+    const getters = this.#getters;
+    this.#getters = [];
+    for (const getter of getters) {
+      getter.detach();
+      getter.resolve(SHUTDOWN);
+    }
+  }
+
+  /**
+   * Shuts the queue down and waits until every key handed to a worker is done.
+   *
+   * @returns A promise that resolves when no key is being processed.
+   *
+   * @example Finishing in-flight work on shutdown
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   *
+   * const queue = new WorkQueue<string>();
+   * queue.add("default/a");
+   * const { key } = await queue.get();
+   * let finished = false;
+   * setTimeout(() => {
+   *   finished = true;
+   *   queue.done(key!);
+   * }, 1);
+   * await queue.shutDownWithDrain();
+   * if (!finished) throw new Error("Drain did not wait");
+   * queue.add("default/b"); // ignored
+   * if (queue.len() !== 0) throw new Error("Accepted a key after shutdown");
+   * ```
+   */
+  shutDownWithDrain(): Promise<void> {
+    this.shutDown();
+    if (this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainers.push(resolve));
+  }
+
+  /**
+   * Same as {@linkcode WorkQueue.shutDownWithDrain}, for `await using`.
+   *
+   * @returns A promise that resolves when no key is being processed.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.shutDownWithDrain();
+  }
+
+  /**
+   * Yields keys from {@linkcode WorkQueue.get} until the queue shuts down. The loop body
+   * must call {@linkcode WorkQueue.done} for each key.
+   *
+   * @returns An async iterator of keys.
+   */
+  async *[Symbol.asyncIterator](): AsyncIterator<K> {
+    while (true) {
+      const item = await this.get();
+      if (item.shutdown) return;
+      yield item.key;
+    }
+  }
+
+  // Queues a dirty key that is not being processed, or hands it to a waiting getter.
+  #push(key: K): void {
+    const getter = this.#getters.shift();
+    if (getter === undefined) {
+      this.#queue.push(key);
+      return;
+    }
+    // A getter only waits while the queue is empty, so handing over directly keeps FIFO.
+    getter.detach();
+    getter.resolve({ key: this.#start(key), shutdown: false });
+  }
+
+  #shift(): K {
+    const key = this.#queue[this.#head] as K;
+    this.#queue[this.#head++] = undefined;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return key;
+  }
+
+  // Moves a key from dirty to processing.
+  #start(key: K): K {
+    const addedAt = this.#dirty.get(key)!;
+    this.#dirty.delete(key);
+    const metrics = this.#metrics;
+    if (metrics === undefined) {
+      this.#processing.set(key, 0);
+      return key;
+    }
+    const now = this.#clock.now();
+    this.#processing.set(key, now);
+    metrics.depth?.(this.#dirty.size);
+    metrics.queueDuration?.((now - addedAt) / 1000, key);
+    if (metrics.unfinishedWork && this.#unfinishedTimer === undefined) {
+      this.#unfinishedTimer = this.#clock.setTimeout(this.#reportUnfinished, this.#periodMs);
+    }
+    return key;
+  }
+
+  #reportUnfinished = (): void => {
+    this.#unfinishedTimer = undefined;
+    if (this.#processing.size === 0) return;
+    const now = this.#clock.now();
+    let total = 0;
+    let longest = 0;
+    for (const started of this.#processing.values()) {
+      total += now - started;
+      longest = Math.max(longest, now - started);
+    }
+    this.#unfinishedTimer = this.#clock.setTimeout(this.#reportUnfinished, this.#periodMs);
+    this.#metrics?.unfinishedWork?.(total / 1000, longest / 1000);
+  };
+
+  // Drops superseded entries from the top of the heap and returns the earliest live one.
+  #peekDelayed(): Delayed<K> | undefined {
+    const heap = this.#heap;
+    while (heap.length > 0 && this.#waiting.get(heap[0].key) !== heap[0]) heapPop(heap);
+    return heap[0];
+  }
+
+  #armDelayTimer(): void {
+    const next = this.#peekDelayed();
+    const due = next?.readyAt ?? Infinity;
+    if (due === this.#delayTimerDue) return;
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    this.#delayTimerDue = due;
+    if (next === undefined) return;
+    this.#delayTimer = this.#clock.setTimeout(this.#onDelayTimer, due - this.#clock.now());
+  }
+
+  #onDelayTimer = (): void => {
+    this.#delayTimer = undefined;
+    this.#delayTimerDue = Infinity;
+    const now = this.#clock.now();
+    for (let next = this.#peekDelayed(); next && next.readyAt <= now; next = this.#peekDelayed()) {
+      heapPop(this.#heap);
+      this.#waiting.delete(next.key);
+      this.add(next.key);
+    }
+    this.#armDelayTimer();
+  };
+}
+
+function before<K>(a: Delayed<K>, b: Delayed<K>): boolean {
+  return a.readyAt < b.readyAt || (a.readyAt === b.readyAt && a.seq < b.seq);
+}
+
+function heapPush<K>(heap: Delayed<K>[], entry: Delayed<K>): void {
+  let i = heap.push(entry) - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!before(heap[i], heap[parent])) break;
+    [heap[i], heap[parent]] = [heap[parent], heap[i]];
+    i = parent;
+  }
+}
+
+function heapPop<K>(heap: Delayed<K>[]): void {
+  const last = heap.pop()!;
+  if (heap.length === 0) return;
+  heap[0] = last;
+  for (let i = 0;;) {
+    const l = 2 * i + 1;
+    const r = l + 1;
+    let min = i;
+    if (l < heap.length && before(heap[l], heap[min])) min = l;
+    if (r < heap.length && before(heap[r], heap[min])) min = r;
+    if (min === i) return;
+    [heap[i], heap[min]] = [heap[min], heap[i]];
+    i = min;
+  }
+}

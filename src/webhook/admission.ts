@@ -1,0 +1,483 @@
+/**
+ * Admission for a resource: `default` (a mutating webhook; kubeno computes the JSON patch
+ * from what the handler changed) and `validate` (a validating webhook that sees CREATE,
+ * UPDATE and DELETE, with the old object on UPDATE). It reads like the controller next to it:
+ *
+ * ```ts ignore
+ * export const controller = reconcile(Myapp, { ... });
+ * export const webhook = admission(Myapp, {
+ *   default(app) { app.spec.replicas ??= 1; },
+ *   validate({ object }) {
+ *     if (object && object.spec.replicas > 100) return "spec.replicas must be at most 100";
+ *   },
+ * });
+ * ```
+ *
+ * Flow: the webhook server (`startWebhookServer`) routes each AdmissionReview to
+ * {@linkcode Admission.mutate} or {@linkcode Admission.validate} by path
+ * (`/mutate-<group>-<version>-<kind>`, `/validate-...`, kubebuilder's layout).
+ *
+ * Guarantees: a handler never sees a malformed request; its exceptions become denials that
+ * carry the message (logged under `["kubeno", "webhook"]`); dry-run requests reach handlers
+ * with `dryRun: true`; the object a `default` handler gets is a copy.
+ *
+ * Assumptions: handlers have no side effects outside the cluster object (`sideEffects:
+ * None`); set `sideEffects: "NoneOnDryRun"` and check `dryRun` when they do.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { diffJson } from "./_json_patch.ts";
+import type {
+  AdmissionOperation,
+  AdmissionRequest,
+  AdmissionResponse,
+  UserInfo,
+} from "./admission_review.ts";
+import type { LabelSelector } from "../core/kinds.ts";
+import type { PolicyRule } from "../core/kinds_cluster.ts";
+import type { KubeObject } from "../core/object.ts";
+import type { WebhookManifestContext } from "../operator/options.ts";
+import type { Resource } from "../core/resource.ts";
+import { webhookConfigurations } from "./manifests.ts";
+
+const log = getLogger(["kubeno", "webhook"]);
+
+/**
+ * What every admission handler is told about the request besides the objects; part of each
+ * {@link AdmissionContext}.
+ */
+export interface AdmissionContextBase {
+  /** True for dry runs: nothing will be persisted. */
+  dryRun: boolean;
+  /** Who made the request. */
+  userInfo: UserInfo;
+  /** The raw request (namespace, name, subresource, options, uid). */
+  request: AdmissionRequest;
+  /** Aborts when the API server's deadline for this call has passed. */
+  signal: AbortSignal;
+  /**
+   * Adds a warning, returned to the client in a `Warning` header.
+   * @param message The warning text.
+   */
+  warn(message: string): void;
+}
+
+/**
+ * What a handler sees, by operation: CREATE has `object`, UPDATE has `object` and
+ * `oldObject`, DELETE has `oldObject` (narrow on `operation`, also after destructuring).
+ */
+export type AdmissionContext<T> =
+  | AdmissionContextBase & { operation: "CREATE"; object: T; oldObject?: undefined }
+  | AdmissionContextBase & { operation: "UPDATE"; object: T; oldObject: T }
+  | AdmissionContextBase & { operation: "DELETE"; object?: undefined; oldObject: T };
+
+/**
+ * What `validate` returns: nothing (or `true`) to allow, a string to deny with that message,
+ * or a result object with warnings.
+ */
+export type ValidationResult =
+  | void
+  | undefined
+  | boolean
+  | string
+  | {
+    /** @default true */
+    allowed?: boolean;
+    /** Why the request is denied. */
+    message?: string;
+    /** Warnings for the client. */
+    warnings?: string[];
+    /** HTTP code reported to the client when denied. @default 403 */
+    code?: number;
+  };
+
+/** Operations a validating webhook can be registered for. */
+export type ValidatedOperation = Exclude<AdmissionOperation, "CONNECT">;
+
+/** Options of {@linkcode admission}, typed by the resource's object type `T`. */
+export interface AdmissionOptions<T extends KubeObject> {
+  /**
+   * Sets defaults: change `object` in place (or return a replacement); kubeno sends the
+   * difference as a JSON patch. Runs for CREATE and UPDATE. Throw {@linkcode AdmissionDenied}
+   * to refuse the request.
+   */
+  default?: (object: T, ctx: AdmissionContext<T>) => T | void | Promise<T | void>;
+  /**
+   * Validates a request: return a denial message (or `{ allowed: false, message }`), or
+   * throw {@linkcode AdmissionDenied}; anything else allows it.
+   */
+  validate?: (ctx: AdmissionContext<T>) => ValidationResult | Promise<ValidationResult>;
+  /**
+   * What the API server does when the webhook cannot be reached or fails.
+   * @default "Fail"
+   */
+  failurePolicy?: "Fail" | "Ignore";
+  /**
+   * Seconds the API server waits for an answer (1–30).
+   * @default 10
+   */
+  timeoutSeconds?: number;
+  /**
+   * Declared side effects of the handlers.
+   * @default "None"
+   */
+  sideEffects?: "None" | "NoneOnDryRun";
+  /** Only objects in namespaces matching this selector are sent. */
+  namespaceSelector?: LabelSelector;
+  /** Only objects matching this selector are sent. */
+  objectSelector?: LabelSelector;
+  /**
+   * Operations sent to `validate` (`default` always gets CREATE and UPDATE).
+   * @default ["CREATE", "UPDATE"]
+   */
+  operations?: ValidatedOperation[];
+  /**
+   * Base of the webhook names: the mutating one is `m<name>`, the validating one `v<name>`.
+   * Must be a DNS subdomain with at least three segments.
+   * @default `<kind>.<group>` lower-cased (`<kind>.core.kubeno.dev` for the core group)
+   */
+  name?: string;
+  /**
+   * Path segment after `/mutate-` and `/validate-`, to serve two admissions of one kind.
+   * @default `<group with dots as dashes>-<version>-<kind lower-cased>`
+   */
+  path?: string;
+}
+
+/** One webhook (mutating or validating) of an {@linkcode Admission}. */
+export interface WebhookEndpoint {
+  /** Webhook name in the configuration, e.g. `vmyapp.apps.kubeno.dev`. */
+  name: string;
+  /** URL path served, e.g. `/validate-apps-kubeno-dev-v1alpha1-myapp`. */
+  path: string;
+  /** Operations registered. */
+  operations: ValidatedOperation[];
+}
+
+/** The admission of one resource, as {@linkcode admission} returns it. */
+export interface Admission<T extends KubeObject = KubeObject> {
+  /** The resource admitted. */
+  readonly resource: Resource<T>;
+  /** The mutating webhook, when `default` is set. */
+  readonly mutating?: WebhookEndpoint;
+  /** The validating webhook, when `validate` is set. */
+  readonly validating?: WebhookEndpoint;
+  /** The resolved failure policy. */
+  readonly failurePolicy: "Fail" | "Ignore";
+  /** The resolved timeout in seconds. */
+  readonly timeoutSeconds: number;
+  /** The resolved side effects. */
+  readonly sideEffects: "None" | "NoneOnDryRun";
+  /** The namespace selector, if any. */
+  readonly namespaceSelector?: LabelSelector;
+  /** The object selector, if any. */
+  readonly objectSelector?: LabelSelector;
+  /**
+   * Permissions the webhook server needs in the operator's namespace: the Secret holding
+   * self-managed certificates (`operator()` reads this).
+   */
+  readonly rules: readonly PolicyRule[];
+  /**
+   * This admission's entries of the operator's webhook configurations, pointing at the
+   * operator's Service (`operator()` merges them and adds the Service).
+   * @param ctx Where the webhook server is reachable.
+   * @returns A `ValidatingWebhookConfiguration` and/or a `MutatingWebhookConfiguration`.
+   */
+  manifests(ctx: WebhookManifestContext): KubeObject[];
+  /**
+   * Runs `default` on a checked request and answers with the patch.
+   * @param request The request.
+   * @param signal Aborts at the call's deadline.
+   * @returns The response; handler exceptions become denials.
+   */
+  mutate(request: AdmissionRequest, signal?: AbortSignal): Promise<AdmissionResponse>;
+  /**
+   * Runs `validate` on a checked request.
+   * @param request The request.
+   * @param signal Aborts at the call's deadline.
+   * @returns The response; handler exceptions become denials.
+   */
+  validate(request: AdmissionRequest, signal?: AbortSignal): Promise<AdmissionResponse>;
+}
+
+/**
+ * Thrown by a handler to deny a request with a message (and optional warnings).
+ *
+ * @example Denying from a handler
+ * ```ts
+ * import { AdmissionDenied } from "./admission.ts";
+ * const err = new AdmissionDenied("spec.replicas must be at most 100", { warnings: ["big"] });
+ * if (err.code !== 403 || err.warnings[0] !== "big") throw new Error();
+ * ```
+ */
+export class AdmissionDenied extends Error {
+  /** HTTP code reported to the client. */
+  readonly code: number;
+  /** Warnings for the client. */
+  readonly warnings: string[];
+
+  /**
+   * Creates the denial.
+   *
+   * @param message Why the request is denied, shown to the client.
+   * @param options `code` (default 403), `warnings` and `cause`.
+   */
+  constructor(
+    message: string,
+    options: { code?: number; warnings?: string[]; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "AdmissionDenied";
+    this.code = options.code ?? 403;
+    this.warnings = options.warnings ?? [];
+  }
+}
+
+const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Declares admission webhooks for a resource: `default` becomes a mutating webhook and
+ * `validate` a validating one, both typed by the resource's object type. Serve them with
+ * `startWebhookServer`, register them with `registerWebhooks` or `webhookManifests`.
+ *
+ * @param resource The resource to admit (from `defineResource` or a built-in kind).
+ * @param options Handlers and registration options.
+ * @returns The admission, with its webhook names and paths.
+ * @throws {TypeError} When neither handler is given, `name` is not a DNS subdomain with at
+ * least three segments, or `timeoutSeconds` is outside 1–30.
+ *
+ * @example Validate and default ConfigMaps
+ * ```ts
+ * import { admission } from "./admission.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
+ * const webhook = admission(ConfigMap, {
+ *   default(cm) {
+ *     cm.data = { tier: "standard", ...cm.data };
+ *   },
+ *   validate({ object }) {
+ *     if (object?.data?.tier === "gold") return "tier gold is sold out";
+ *   },
+ * });
+ * if (webhook.validating?.path !== "/validate--v1-configmap") throw new Error();
+ * const res = await webhook.mutate({
+ *   uid: "1",
+ *   kind: { group: "", version: "v1", kind: "ConfigMap" },
+ *   resource: { group: "", version: "v1", resource: "configmaps" },
+ *   operation: "CREATE",
+ *   userInfo: {},
+ *   object: { metadata: { name: "a" } },
+ * });
+ * if (!res.allowed || res.patchType !== "JSONPatch") throw new Error();
+ * ```
+ */
+export function admission<T extends KubeObject>(
+  resource: Resource<T>,
+  options: AdmissionOptions<T>,
+): Admission<T> {
+  if (!options.default && !options.validate) {
+    throw new TypeError(`Cannot declare admission for "${resource.kind}": set default or validate`);
+  }
+  const timeoutSeconds = options.timeoutSeconds ?? 10;
+  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 30) {
+    throw new TypeError(
+      `Cannot declare admission for "${resource.kind}": timeoutSeconds ${timeoutSeconds} is not an integer from 1 to 30`,
+    );
+  }
+  let name = options.name ?? `${resource.kind}.${resource.group || "core"}`.toLowerCase();
+  if (!options.name && name.split(".").length < 3) name += ".kubeno.dev";
+  if (!NAME_RE.test(name) || name.length > 252 || name.split(".").length < 3) {
+    throw new TypeError(
+      `Cannot declare admission for "${resource.kind}": name "${name}" must be a DNS subdomain with at least three segments`,
+    );
+  }
+  const segment = options.path ??
+    `${resource.group.replaceAll(".", "-")}-${resource.version}-${resource.kind.toLowerCase()}`;
+  const { default: defaulter, validate } = options;
+  const kindLabel = `${resource.apiVersion}, Kind=${resource.kind}`;
+
+  const self: Admission<T> = {
+    resource,
+    mutating: defaulter
+      ? { name: `m${name}`, path: `/mutate-${segment}`, operations: ["CREATE", "UPDATE"] }
+      : undefined,
+    validating: validate
+      ? {
+        name: `v${name}`,
+        path: `/validate-${segment}`,
+        operations: options.operations ?? ["CREATE", "UPDATE"],
+      }
+      : undefined,
+    failurePolicy: options.failurePolicy ?? "Fail",
+    timeoutSeconds,
+    sideEffects: options.sideEffects ?? "None",
+    namespaceSelector: options.namespaceSelector,
+    objectSelector: options.objectSelector,
+    rules: [{
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "list", "watch", "create", "update", "patch"],
+    }],
+
+    manifests(ctx) {
+      const { validating, mutating } = webhookConfigurations([self], {
+        name: ctx.operatorName,
+        target: {
+          service: { namespace: ctx.namespace, name: ctx.serviceName, port: ctx.servicePort },
+        },
+        labels: {
+          "app.kubernetes.io/name": ctx.operatorName,
+          "app.kubernetes.io/managed-by": "kubeno",
+        },
+      });
+      return [...(validating ? [validating] : []), ...(mutating ? [mutating] : [])];
+    },
+
+    async mutate(request, signal) {
+      const mismatch = checkKind(resource, request);
+      if (mismatch) return mismatch;
+      if (!defaulter || (request.operation !== "CREATE" && request.operation !== "UPDATE")) {
+        return { uid: request.uid, allowed: true };
+      }
+      const warnings: string[] = [];
+      try {
+        const ctx = contextOf<T>(request, warnings, signal);
+        const working = ctx.object as T;
+        const out = await defaulter(working, ctx);
+        const patch = diffJson(request.object, out ?? working);
+        return {
+          uid: request.uid,
+          allowed: true,
+          ...(patch.length
+            ? { patchType: "JSONPatch" as const, patch: base64(JSON.stringify(patch)) }
+            : {}),
+          ...(warnings.length ? { warnings } : {}),
+        };
+      } catch (err) {
+        return denial(request, err, warnings, `default ${kindLabel}`);
+      }
+    },
+
+    async validate(request, signal) {
+      const mismatch = checkKind(resource, request);
+      if (mismatch) return mismatch;
+      if (!validate || request.operation === "CONNECT") return { uid: request.uid, allowed: true };
+      const warnings: string[] = [];
+      try {
+        const result = await validate(contextOf<T>(request, warnings, signal));
+        return resultToResponse(request.uid, result, warnings);
+      } catch (err) {
+        return denial(request, err, warnings, `validate ${kindLabel}`);
+      }
+    },
+  };
+  return self;
+}
+
+function contextOf<T>(
+  request: AdmissionRequest,
+  warnings: string[],
+  signal = new AbortController().signal,
+): AdmissionContext<T> {
+  return {
+    operation: request.operation,
+    object: request.object == null ? undefined : structuredClone(request.object),
+    oldObject: request.oldObject == null ? undefined : structuredClone(request.oldObject),
+    dryRun: request.dryRun === true,
+    userInfo: request.userInfo,
+    request,
+    signal,
+    warn: (message: string) => void warnings.push(String(message)),
+  } as AdmissionContext<T>;
+}
+
+function checkKind(resource: Resource, request: AdmissionRequest): AdmissionResponse | undefined {
+  const k = request.kind;
+  if (k.group === resource.group && k.version === resource.version && k.kind === resource.kind) {
+    return undefined;
+  }
+  const got = `${k.group ? `${k.group}/` : ""}${k.version}, Kind=${k.kind}`;
+  return {
+    uid: request.uid,
+    allowed: false,
+    status: {
+      code: 400,
+      reason: "BadRequest",
+      message: `Webhook for "${resource.apiVersion}, Kind=${resource.kind}" got "${got}"`,
+    },
+  };
+}
+
+function resultToResponse(
+  uid: string,
+  result: ValidationResult,
+  warnings: string[],
+): AdmissionResponse {
+  let allowed = true;
+  let message: string | undefined;
+  let code = 403;
+  if (typeof result === "string") {
+    allowed = false;
+    message = result;
+  } else if (result === false) {
+    allowed = false;
+  } else if (typeof result === "object" && result !== null) {
+    allowed = result.allowed ?? true;
+    message = result.message;
+    code = result.code ?? 403;
+    if (Array.isArray(result.warnings)) warnings.push(...result.warnings.map(String));
+  }
+  return {
+    uid,
+    allowed,
+    ...(allowed
+      ? {}
+      : { status: { code, reason: "Forbidden", message: message || "Denied by the webhook" } }),
+    ...(warnings.length ? { warnings } : {}),
+  };
+}
+
+function denial(
+  request: AdmissionRequest,
+  err: unknown,
+  warnings: string[],
+  what: string,
+): AdmissionResponse {
+  if (err instanceof AdmissionDenied) {
+    warnings.push(...err.warnings);
+    return {
+      uid: request.uid,
+      allowed: false,
+      status: { code: err.code, reason: "Forbidden", message: err.message },
+      ...(warnings.length ? { warnings } : {}),
+    };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  log.error("Admission handler failed to {what} {namespace}/{name}: {message}", {
+    what,
+    namespace: request.namespace ?? "",
+    name: request.name ?? "",
+    message,
+    error: err,
+  });
+  return {
+    uid: request.uid,
+    allowed: false,
+    status: {
+      code: 500,
+      reason: "InternalError",
+      message: `Webhook failed to ${what}: ${message}`,
+    },
+    ...(warnings.length ? { warnings } : {}),
+  };
+}
+
+function base64(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(bin);
+}
