@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { z, type ZodType } from "../util/zod.ts";
 import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
 import {
   numberSchema,
@@ -119,7 +119,7 @@ export class SchemaWalker {
     let fallback: { value: unknown; inner: ZodNode } | undefined;
     let core = node;
     for (;;) {
-      const meta = z.globalRegistry.get(core as unknown as z.ZodType);
+      const meta = z.globalRegistry.get(core as unknown as ZodType);
       if (meta) metas.unshift(meta as Meta);
       const def = core._zod.def;
       if (def.type === "optional" || def.type === "readonly" || def.type === "nonoptional") {
@@ -174,7 +174,7 @@ export class SchemaWalker {
     if (fallback) {
       const { value, inner } = fallback;
       if (!isJson(value)) fail(`the default ${String(value)} is not a JSON value`);
-      const parsed = (inner as unknown as z.ZodType).safeParse(value);
+      const parsed = (inner as unknown as ZodType).safeParse(value);
       if (!parsed.success) {
         fail(
           `the default ${JSON.stringify(value)} does not satisfy the schema: ${

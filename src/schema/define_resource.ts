@@ -4,8 +4,7 @@
  *
  * @module
  */
-import { z } from "zod";
-import type { ZodType } from "../util/zod.ts";
+import { z, type ZodInput, type ZodType } from "../util/zod.ts";
 import type { KubeObject, ObjectMeta } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { pluralize } from "../core/resource.ts";
@@ -140,7 +139,7 @@ export interface ResourceIssue {
  *
  * @example Inspect the failed fields
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { defineResource, ResourceValidationError } from "./define_resource.ts";
  * const Myapp = defineResource({
  *   group: "apps.kubeno.dev",
@@ -254,7 +253,7 @@ function issuePath(path: PropertyKey[]): string {
  *
  * @example Define a resource
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { defineResource } from "./define_resource.ts";
  * const Myapp = defineResource({
  *   group: "apps.kubeno.dev",
@@ -324,7 +323,7 @@ export function defineResource<
       labels: z.record(z.string(), z.string()).optional(),
       annotations: z.record(z.string(), z.string()).optional(),
     }),
-    spec: specOptional ? options.spec.prefault({} as z.input<Spec>) : options.spec,
+    spec: specOptional ? options.spec.prefault({} as ZodInput<Spec>) : options.spec,
     ...(options.status ? { status: options.status.optional() } : {}),
   });
   type T = ResourceObject<OutputOf<Spec>, OutputOf<Status>>;

@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { z } from "../util/zod.ts";
 import { SchemaWalker, toRules } from "./_schema_walk.ts";
 import type { ZodNode } from "./_schema_checks.ts";
 import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
@@ -70,7 +70,7 @@ export interface StructuralSchemaOptions {
  *
  * @example Convert a schema
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { toStructuralSchema } from "./schema.ts";
  * const s = toStructuralSchema(z.object({ replicas: z.int().min(0).default(1).describe("Pods") }));
  * const r = s.properties!.replicas;
@@ -81,7 +81,7 @@ export interface StructuralSchemaOptions {
  *
  * @example Unsupported constructs fail with the path
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { toStructuralSchema } from "./schema.ts";
  * try {
  *   toStructuralSchema(z.object({ port: z.string().transform(Number) }), { name: "Myapp", path: "spec" });
@@ -109,7 +109,7 @@ export function toStructuralSchema(
  *
  * @example Cross-field rule
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { cel, toStructuralSchema } from "./schema.ts";
  * const range = cel(z.object({ min: z.int(), max: z.int() }), {
  *   rule: "self.min <= self.max",
@@ -136,7 +136,7 @@ export function cel<S extends ZodType>(
  *
  * @example A port by number or name
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { intOrString, toStructuralSchema } from "./schema.ts";
  * const s = toStructuralSchema(intOrString().describe("Port number or name"));
  * if (s["x-kubernetes-int-or-string"] !== true) throw new Error();
@@ -194,7 +194,7 @@ export function embeddedResource(): EmbeddedObjectSchema;
  *
  * @example A Pod template kept as declared
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { embeddedResource, toStructuralSchema } from "./schema.ts";
  * const pod = embeddedResource(z.object({ apiVersion: z.literal("v1"), kind: z.literal("Pod") }));
  * if (!toStructuralSchema(pod)["x-kubernetes-embedded-resource"]) throw new Error();
@@ -225,7 +225,7 @@ export function embeddedResource(schema?: ZodObject): ZodObject {
  *
  * @example A set of strings
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { listType, toStructuralSchema } from "./schema.ts";
  * const s = toStructuralSchema(listType(z.array(z.string()), "set"));
  * if (s["x-kubernetes-list-type"] !== "set") throw new Error();
@@ -246,7 +246,7 @@ export function listType<S extends ZodArray>(schema: S, type: "atomic" | "set"):
  *
  * @example Ports keyed by name
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { listMap, toStructuralSchema } from "./schema.ts";
  * const ports = listMap(z.array(z.object({ name: z.string(), port: z.int() })), ["name"]);
  * const s = toStructuralSchema(ports);
@@ -270,7 +270,7 @@ export function listMap<S extends ZodArray>(schema: S, keys: readonly string[]):
  *
  * @example An atomic selector
  * ```ts
- * import { z } from "zod";
+ * import { z } from "../util/zod.ts";
  * import { mapType, toStructuralSchema } from "./schema.ts";
  * const s = toStructuralSchema(mapType(z.record(z.string(), z.string()), "atomic"));
  * if (s["x-kubernetes-map-type"] !== "atomic") throw new Error();

@@ -79,3 +79,9 @@ export type ZodUnion<Options extends readonly ZodType[] = readonly ZodType[]> = 
 export type ZodLooseObject<Shape extends Record<string, ZodType>> = ReturnType<
   typeof z.looseObject<Shape>
 >;
+
+/** The input type of a zod schema (what `parse` accepts): zod's own `z.input`. */
+export type ZodInput<T> = zod.input<T>;
+
+/** The output type of a zod schema (what `parse` returns): zod's own `z.output`. */
+export type ZodOutput<T> = zod.output<T>;

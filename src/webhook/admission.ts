@@ -26,7 +26,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../util/log.ts";
 import { diffJson } from "./_json_patch.ts";
 import type {
   AdmissionOperation,

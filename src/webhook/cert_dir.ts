@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../util/log.ts";
 import { type Clock, realClock, type TimerId } from "../util/clock.ts";
 import type { CertificateSource, WebhookCertificate } from "./self_managed_certs.ts";
 import { checkCertificate } from "./server.ts";

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../util/log.ts";
 import type { Admission } from "./admission.ts";
 import {
   type AdmissionRequest,

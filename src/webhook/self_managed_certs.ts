@@ -18,7 +18,7 @@
  * @module
  */
 import { X509Certificate } from "node:crypto";
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../util/log.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../client/api_error.ts";
 import type { Client } from "../client/client.ts";
 import { type Clock, realClock, type TimerId } from "../util/clock.ts";

@@ -17,7 +17,7 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import net from "node:net";
 import tls from "node:tls";
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../util/log.ts";
 import type { Admission } from "./admission.ts";
 import { admissionHandler } from "./handler.ts";
 

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../../util/log.ts";
 import { isNotFound } from "../../client/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";

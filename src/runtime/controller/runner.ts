@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import { EventRecorder } from "./events.ts";
 import { finalizer } from "./finalizer.ts";

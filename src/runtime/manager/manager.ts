@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../../util/log.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
 import { type ControllerMetrics, ControllerRuntime } from "../controller/runner.ts";
 import type { Informer, InformerHealth } from "../cache/informer.ts";

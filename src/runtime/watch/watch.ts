@@ -48,7 +48,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { getLogger } from "../../util/log.ts";
 import { ApiError } from "../../client/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import type { ObjectList, RawWatchEvent } from "../../client/types.ts";
