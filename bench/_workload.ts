@@ -127,10 +127,13 @@ export class ConvergeWatch implements AsyncDisposable {
       else this.#current.delete(name);
       this.#check();
     };
-    this.#benches.addHandler({ onAdd: bench, onUpdate: (_, b) => bench(b) });
+    this.#benches.onEvent((ev) => void (ev.type !== "deleted" && bench(ev.object)));
     this.#cms.addHandler({
-      onAdd: (cm) => {
-        if (cm.metadata.ownerReferences?.some((o) => o.kind === "Bench" && o.controller)) {
+      onEvent: ({ type, object: cm }) => {
+        if (
+          type === "added" &&
+          cm.metadata.ownerReferences?.some((o) => o.kind === "Bench" && o.controller)
+        ) {
           this.#owned.add(cm.metadata.name!);
           this.#check();
         }

@@ -83,8 +83,8 @@ Deno.bench({
     const cms = informer(ConfigMap, { client: replayClient() });
     const all = Promise.withResolvers<void>();
     let n = 0;
-    cms.onAdd(() => {
-      if (++n === N) all.resolve();
+    cms.onEvent((ev) => {
+      if (ev.type === "added" && ++n === N) all.resolve();
     });
     cms.start();
     await all.promise;

@@ -11,7 +11,7 @@ import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { CustomResourceDefinition, Role, RoleBinding } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
-import { objectKey } from "../src/runtime/cache/store.ts";
+import { objectKey } from "../src/core/object_key.ts";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
 import { WatchError } from "../src/runtime/watch/watch_error.ts";
 import { mapConcurrent, recordingClient, uniqueName, waitFor } from "./_helpers.ts";
@@ -50,9 +50,8 @@ function handlerView<T extends KubeObject>(inf: ReturnType<typeof informer<T>>) 
   const deleted: string[] = [];
   const errors: WatchError[] = [];
   inf.addHandler({
-    onAdd: (o) => void view.set(objectKey(o), o),
-    onUpdate: (_, o) => void view.set(objectKey(o), o),
-    onDelete: (o) => {
+    onEvent: ({ type, object: o }) => {
+      if (type !== "deleted") return void view.set(objectKey(o), o);
       view.delete(objectKey(o));
       deleted.push(o.metadata.name!);
     },
@@ -343,11 +342,18 @@ step(
     const log: string[] = [];
     const seenInHandler: unknown[] = [];
     inf.addHandler({
-      onAdd: (o) => void log.push(`add ${o.metadata.name}`),
-      onUpdate: (a, b) => void log.push(`update ${a.metadata.name} ${a.data?.v}->${b.data?.v}`),
-      onDelete: (o) => void log.push(`delete ${o.metadata.name}`),
+      onEvent: (ev) =>
+        void log.push(
+          ev.type === "added"
+            ? `add ${ev.object.metadata.name}`
+            : ev.type === "modified"
+            ? `update ${ev.old?.metadata.name} ${ev.old?.data?.v}->${ev.object.data?.v}`
+            : `delete ${ev.object.metadata.name}`,
+        ),
     });
-    inf.onUpdate((_, n) => void seenInHandler.push(inf.get(objectKey(n))?.data?.v));
+    inf.onEvent((ev) =>
+      void (ev.type === "modified" && seenInHandler.push(inf.get(objectKey(ev.object))?.data?.v))
+    );
     assert.equal(inf.hasSynced, false);
     inf.start();
     inf.start(); // idempotent
@@ -372,7 +378,7 @@ step(
     assert.ok(inf.lastEventAt !== undefined);
     // A late handler is told about every object held.
     const late: string[] = [];
-    inf.onAdd((o) => void late.push(o.metadata.name!));
+    inf.onEvent((ev) => void (ev.type === "added" && late.push(ev.object.metadata.name!)));
     assert.deepEqual(late.sort(), ["a", "c"]);
   },
 );
@@ -383,13 +389,13 @@ step("(g) throwing handlers do not stop it; stop() closes the watch for good", a
   const rec = recordingClient(admin);
   const inf = informer(ConfigMap, { client: rec.client, namespace: ns });
   let calls = 0;
-  inf.onAdd(() => {
+  inf.onEvent(() => {
     calls++;
     throw new Error("boom");
   });
-  inf.onAdd(() => Promise.reject(new Error("async boom")));
+  inf.onEvent(() => Promise.reject(new Error("async boom")));
   const added: string[] = [];
-  inf.onAdd((o) => void added.push(o.metadata.name!));
+  inf.onEvent((ev) => void (ev.type === "added" && added.push(ev.object.metadata.name!)));
   await inf.start().synced();
   await waitFor(() => rec.openWatches === 1, { what: "the watch" });
   for (const n of ["b", "c"]) {
@@ -422,13 +428,13 @@ step("(g) throwing handlers do not stop it; stop() closes the watch for good", a
   await assert.rejects(aborted, /gave up/);
 });
 
-step("(h) resyncMs hands every object to onUpdate again, unchanged", async () => {
+step("(h) resyncMs hands every object to onEvent again as modified, unchanged", async () => {
   const ns = await namespace();
   await admin.create(ConfigMap, { metadata: { name: "a", namespace: ns } });
   await using inf = informer(ConfigMap, { client: admin, namespace: ns, resyncMs: 300 }).start();
   await inf.synced();
   const resyncs: [KubeObject, KubeObject][] = [];
-  inf.onUpdate((a, b) => void resyncs.push([a, b]));
+  inf.onEvent((ev) => void (ev.type === "modified" && resyncs.push([ev.old!, ev.object])));
   await waitFor(() => resyncs.length >= 2, { what: "two resyncs" });
   const rv = inf.get({ name: "a", namespace: ns })?.metadata.resourceVersion;
   for (const [a, b] of resyncs) {

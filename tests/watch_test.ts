@@ -9,7 +9,7 @@ import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
-import { objectKey } from "../src/runtime/cache/store.ts";
+import { objectKey } from "../src/core/object_key.ts";
 import { watch, type WatchEvent, type WatchStream } from "../src/runtime/watch/watch.ts";
 import { WatchError } from "../src/runtime/watch/watch_error.ts";
 import { Role, RoleBinding } from "../src/core/kinds_cluster.ts";

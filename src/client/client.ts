@@ -29,7 +29,7 @@ import type {
   ObjectOptions,
   PatchOptions,
   RawWatchEvent,
-  WatchOptions,
+  RawWatchOptions,
   WriteOptions,
 } from "./types.ts";
 
@@ -440,7 +440,7 @@ export class Client implements Disposable {
    */
   async *watchEvents<T extends KubeObject>(
     res: Resource<T>,
-    options: WatchOptions = {},
+    options: RawWatchOptions = {},
   ): AsyncGenerator<RawWatchEvent<T>, void, undefined> {
     const outer = options.signal;
     outer?.throwIfAborted();

@@ -94,7 +94,7 @@ export interface ListOptions {
 }
 
 /** Options of `watchEvents`. */
-export interface WatchOptions {
+export interface RawWatchOptions {
   /**
    * Namespace to watch.
    * @default all namespaces

@@ -1,7 +1,7 @@
 // The operator's Prometheus registry, fed from the manager's, the client's and leader
 // election's hooks with controller-runtime's metric names (see metrics_controller.ts).
 import type { RequestMetric } from "../client/client.ts";
-import type { ControllerMetrics as ManagerMetrics } from "../runtime/controller/runner.ts";
+import type { ControllerMetricsHooks } from "../runtime/controller/runner.ts";
 import type { LeaderElectionMetrics } from "../runtime/manager/leader_election.ts";
 import { Registry } from "../metrics/registry.ts";
 import {
@@ -19,7 +19,7 @@ export interface OperatorMetrics {
   /** The client's `onRequest`. */
   onRequest: (metric: RequestMetric) => void;
   /** The manager's `metrics`. */
-  manager: ManagerMetrics;
+  manager: ControllerMetricsHooks;
   /**
    * The leader elector's `metrics`.
    * @param lease The Lease's name.

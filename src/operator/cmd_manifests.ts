@@ -8,7 +8,7 @@
  */
 import { EXIT, parseList } from "../util/args.ts";
 import { type Command, type CommandContext, env, operatorNamespace } from "./_command.ts";
-import { operatorManifests } from "./manifests.ts";
+import { operatorManifests } from "../deploy/manifests.ts";
 import { toYaml } from "../util/yaml.ts";
 
 /** The `manifests` command. */

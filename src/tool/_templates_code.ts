@@ -166,7 +166,7 @@ export function operatorTestTs(p: ProjectNames): string {
 import assert from "node:assert/strict";
 import { createClient, ${dep.spec} } from "@kubeno/kubeno";
 import { startControlPlane } from "@kubeno/kubeno/testing";
-import { ${p.kind} } from "../operator/operator.ts";
+import { ${p.kind} } from "./operator.ts";
 
 const entry = new URL("./operator.ts", import.meta.url).pathname;
 
@@ -271,7 +271,7 @@ export function devTs(p: ProjectNames): string {
 // ${sample} applied, and the operator running against it until Ctrl-C. Arguments go to
 // \`run\`, e.g. \`deno task dev --log-level debug\`.
 import { startControlPlane } from "@kubeno/kubeno/testing";
-import { program } from "../operator/operator.ts";
+import { program } from "./operator.ts";
 
 await using cp = await startControlPlane({ workloads: true });
 const kubeconfig = ["--kubeconfig", cp.kubeconfigPath];

@@ -1,16 +1,24 @@
-// Minimal X.509 v3 certificate issuing on top of WebCrypto (ECDSA P-256, SHA-256).
-// kubeno needs certificates for its test control plane and for webhook serving; Deno's
-// native TLS (rustls/webpki) rejects v1 certificates, so every certificate here is v3 with
-// basicConstraints, keyUsage, extKeyUsage, subjectAltName and key identifiers.
+/**
+ * Minimal X.509 v3 certificate issuing on top of WebCrypto (ECDSA P-256, SHA-256).
+ *
+ * kubeno needs certificates for its test control plane and for webhook serving; Deno's
+ * native TLS (rustls/webpki) rejects v1 certificates, so every certificate here is v3 with
+ * basicConstraints, keyUsage, extKeyUsage, subjectAltName and key identifiers.
+ *
+ * @module
+ */
 
 /** A key pair plus its PEM encodings. */
 export interface KeyPair {
+  /** The private key (ECDSA P-256, extractable). */
   privateKey: CryptoKey;
+  /** The public key. */
   publicKey: CryptoKey;
   /** PKCS#8 private key, PEM. */
   keyPem: string;
   /** SubjectPublicKeyInfo, PEM. */
   publicKeyPem: string;
+  /** SubjectPublicKeyInfo, DER. */
   spki: Uint8Array<ArrayBuffer>;
 }
 
@@ -18,26 +26,35 @@ export interface KeyPair {
 export interface IssuedCert extends KeyPair {
   /** The certificate, PEM. */
   certPem: string;
+  /** The certificate, DER. */
   der: Uint8Array;
   /** Subject DN as DER, for issuing children. */
   subjectDer: Uint8Array;
+  /** The end of the validity period. */
   notAfter: Date;
 }
 
 /** What to put in a certificate. */
 export interface CertRequest {
+  /** The subject's common name; the API server reads it as the user name. */
   commonName: string;
   /** Organizations; the API server reads them as the user's groups. */
   organizations?: string[];
+  /** DNS names of the subjectAltName extension. */
   dnsNames?: string[];
+  /** IP addresses (v4 or v6) of the subjectAltName extension. */
   ipAddresses?: string[];
+  /** A CA certificate: may sign others. @default false */
   isCa?: boolean;
+  /** Usable by a TLS server (extKeyUsage serverAuth). @default false */
   server?: boolean;
+  /** Usable by a TLS client (extKeyUsage clientAuth). @default false */
   client?: boolean;
-  /** @default 365 days */
+  /** How long the certificate is valid from `now`. @default 365 days */
   validForMs?: number;
   /** Backdating protects against small clock skew. @default 5 minutes */
   backdateMs?: number;
+  /** The issuing time. @default the current time */
   now?: Date;
 }
 
@@ -56,7 +73,11 @@ const OID = {
   clientAuth: "1.3.6.1.5.5.7.3.2",
 };
 
-/** Generates an ECDSA P-256 key pair. */
+/**
+ * Generates an ECDSA P-256 key pair.
+ *
+ * @returns The keys and their PEM encodings.
+ */
 export async function generateKeyPair(): Promise<KeyPair> {
   const { privateKey, publicKey } = await crypto.subtle.generateKey(
     { name: "ECDSA", namedCurve: "P-256" },
@@ -74,13 +95,39 @@ export async function generateKeyPair(): Promise<KeyPair> {
   };
 }
 
-/** Issues a self-signed CA certificate. */
+/**
+ * Issues a self-signed CA certificate.
+ *
+ * @param commonName The CA's common name.
+ * @param opts Other fields of the request.
+ * @returns The CA certificate with its key.
+ *
+ * @example A CA that signs a serving certificate
+ * ```ts
+ * import { createCa, issueCert } from "./x509.ts";
+ * const ca = await createCa("example-ca");
+ * const cert = await issueCert({ commonName: "web", dnsNames: ["web.local"], server: true }, ca);
+ * if (!cert.certPem.startsWith("-----BEGIN CERTIFICATE-----")) throw new Error();
+ * ```
+ */
 export function createCa(commonName: string, opts: Partial<CertRequest> = {}): Promise<IssuedCert> {
   return issueCert({ ...opts, commonName, isCa: true });
 }
 
 /**
  * Issues a certificate signed by `issuer`, or self-signed when `issuer` is absent.
+ *
+ * @param req What to put in the certificate.
+ * @param issuer The signing CA.
+ * @returns The certificate with its new key.
+ *
+ * @example A client certificate for a user in a group
+ * ```ts
+ * import { createCa, issueCert } from "./x509.ts";
+ * const ca = await createCa("example-ca");
+ * const user = await issueCert({ commonName: "alice", organizations: ["devs"], client: true }, ca);
+ * if (user.notAfter <= new Date()) throw new Error();
+ * ```
  */
 export async function issueCert(req: CertRequest, issuer?: IssuedCert): Promise<IssuedCert> {
   const keys = await generateKeyPair();

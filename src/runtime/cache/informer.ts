@@ -1,13 +1,14 @@
 /**
  * `informer()`: a {@linkcode Store} kept up to date by a {@linkcode watch} stream, with
- * add/update/delete handlers, as client-go's shared informer and kube-rs's reflector.
+ * handlers for every change, as client-go's shared informer and kube-rs's reflector.
  *
  * ## Flow
  *
  * `start()` runs `watch()` with `retryPersistent`; each event is transformed (by default
  * `metadata.managedFields` is stripped), applied to the store, and then handed to the
- * handlers. A `relisted` event replaces the store and turns into `onDelete` for what
- * vanished, `onAdd` for what is new and `onUpdate` for what changed.
+ * handlers as the same {@linkcode ObjectEvent} (a `modified` event carries `old`). A
+ * `relisted` event replaces the store and turns into `deleted` for what vanished, `added`
+ * for what is new and `modified` for what changed.
  *
  * ## Guarantees
  *
@@ -15,7 +16,7 @@
  *   a handler, `informer.get(...)` already returns the new state.
  * - Deletions that happened while the watch was down are reported when the relist finds
  *   them missing; the object passed is the last state the informer knew.
- * - A handler added late first gets `onAdd` for every object already held.
+ * - A handler added late first gets an `added` event for every object already held.
  * - `synced()` resolves once the first complete list has been applied.
  * - Failures are retried forever (with backoff, see `watch()`); the current one is in
  *   `error`, handed to `onError` once per change of state, and cleared on recovery.
@@ -32,9 +33,11 @@ import { getLogger } from "../../util/log.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
-import { type IndexFunc, type ObjectName, Store, type StoreListOptions } from "./store.ts";
+import type { ObjectName } from "../../core/object_key.ts";
+import { type IndexFunc, Store, type StoreListOptions } from "./store.ts";
 import {
   type BackoffOptions,
+  type ObjectEvent,
   watch,
   type WatchClient,
   type WatchEvent,
@@ -43,18 +46,17 @@ import {
   type WatchStream,
 } from "../watch/watch.ts";
 import type { WatchError } from "../watch/watch_error.ts";
-import { describeQuery } from "../watch/_watch_errors.ts";
+import { describeQuery } from "../watch/watch_error.ts";
 
 const log = getLogger(["kubeno", "informer"]);
 
 /** Callbacks for changes seen by an {@linkcode Informer}; all optional. */
 export interface InformerHandlers<T> {
-  /** An object appeared (created, or first seen). */
-  onAdd?(obj: T): void | Promise<void>;
-  /** An object changed; also called with `oldObj === newObj` on periodic resync. */
-  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
-  /** An object was deleted, including deletions a relist revealed. */
-  onDelete?(obj: T): void | Promise<void>;
+  /**
+   * An object appeared, changed or was deleted (deletions a relist revealed included). A
+   * `modified` event always carries `old`; on a periodic resync `old === object`.
+   */
+  onEvent?(event: ObjectEvent<T>): void | Promise<void>;
   /** The informer entered a failing state (once per change of state, not per retry). */
   onError?(error: WatchError): void | Promise<void>;
 }
@@ -78,7 +80,7 @@ export interface InformerOptions<T> extends WatchQuery {
    */
   indexes?: Record<string, IndexFunc<T>>;
   /**
-   * Call `onUpdate(obj, obj)` for every object this often; `0` never does.
+   * Hand every object to `onEvent` as `modified` with `old === object` this often; `0` never does.
    * @default 0
    */
   resyncMs?: number;
@@ -161,7 +163,7 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
  * import { ConfigMap } from "../../core/kinds.ts";
  *
  * await using cms = informer(ConfigMap, { namespace: "default" }).start();
- * cms.onDelete((cm) => console.log("deleted", cm.metadata.name));
+ * cms.onEvent((ev) => ev.type === "deleted" && console.log("deleted", ev.object.metadata.name));
  * await cms.synced();
  * console.log(cms.list().length, cms.get({ name: "app-config", namespace: "default" }));
  * ```
@@ -365,47 +367,29 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   }
 
   /**
-   * Adds handlers. When the informer has synced already, `onAdd` is first called for every
-   * object held.
+   * Adds handlers. When the informer has synced already, `onEvent` first gets an `added`
+   * event for every object held.
    *
-   * @param handlers Any of `onAdd`, `onUpdate`, `onDelete`, `onError`.
+   * @param handlers `onEvent` and/or `onError`.
    * @returns A function that removes the handlers.
    */
   addHandler(handlers: InformerHandlers<T>): () => void {
     const h = { ...handlers };
     this.#handlers.add(h);
-    if (this.#synced && h.onAdd) { for (const obj of this.store) this.#call(h, "onAdd", obj); }
+    if (this.#synced && h.onEvent) {
+      for (const object of this.store) this.#call(h, { type: "added", object });
+    }
     return () => this.#handlers.delete(h);
   }
 
   /**
-   * Calls `fn` for every object that appears.
+   * Calls `fn` with every change: `added`, `modified` (with `old`) and `deleted`.
    *
    * @param fn The handler.
    * @returns A function that removes it.
    */
-  onAdd(fn: (obj: T) => void | Promise<void>): () => void {
-    return this.addHandler({ onAdd: fn });
-  }
-
-  /**
-   * Calls `fn` with the old and new state of every object that changes.
-   *
-   * @param fn The handler.
-   * @returns A function that removes it.
-   */
-  onUpdate(fn: (oldObj: T, newObj: T) => void | Promise<void>): () => void {
-    return this.addHandler({ onUpdate: fn });
-  }
-
-  /**
-   * Calls `fn` with the last known state of every object that is deleted.
-   *
-   * @param fn The handler.
-   * @returns A function that removes it.
-   */
-  onDelete(fn: (obj: T) => void | Promise<void>): () => void {
-    return this.addHandler({ onDelete: fn });
+  onEvent(fn: (event: ObjectEvent<T>) => void | Promise<void>): () => void {
+    return this.addHandler({ onEvent: fn });
   }
 
   /**
@@ -448,9 +432,11 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     switch (ev.type) {
       case "relisted": {
         const changes = this.store.replace(ev.objects.map(this.#transform), ev.resourceVersion);
-        for (const obj of changes.deleted) this.#emit("onDelete", obj);
-        for (const obj of changes.added) this.#emit("onAdd", obj);
-        for (const u of changes.updated) this.#emit("onUpdate", u.old, u.new);
+        for (const object of changes.deleted) this.#emit({ type: "deleted", object });
+        for (const object of changes.added) this.#emit({ type: "added", object });
+        for (const u of changes.updated) {
+          this.#emit({ type: "modified", object: u.new, old: u.old });
+        }
         if (!this.#synced) {
           this.#synced = true;
           for (const w of this.#waiters) w.resolve();
@@ -460,15 +446,14 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       }
       case "added":
       case "modified": {
-        const obj = this.#transform(ev.object);
-        const old = this.store.upsert(obj);
-        if (old) this.#emit("onUpdate", old, obj);
-        else this.#emit("onAdd", obj);
+        const object = this.#transform(ev.object);
+        const old = this.store.upsert(object);
+        this.#emit(old ? { type: "modified", object, old } : { type: "added", object });
         break;
       }
       case "deleted": {
-        const obj = this.#transform(ev.object);
-        if (this.store.delete(obj)) this.#emit("onDelete", obj);
+        const object = this.#transform(ev.object);
+        if (this.store.delete(object)) this.#emit({ type: "deleted", object });
         break;
       }
     }
@@ -476,22 +461,22 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
 
   #fail(error: WatchError): void {
     this.#error = error;
-    for (const h of this.#handlers) this.#call(h, "onError", error);
+    for (const h of this.#handlers) this.#call(h, error);
     if (error.persistent && !this.#synced) {
       for (const w of this.#waiters) w.reject(error);
       this.#waiters.clear();
     }
   }
 
-  #emit(kind: "onAdd" | "onDelete" | "onUpdate", a: T, b?: T): void {
-    for (const h of this.#handlers) this.#call(h, kind, a, b);
+  #emit(event: ObjectEvent<T>): void {
+    for (const h of this.#handlers) this.#call(h, event);
   }
 
-  #call(h: InformerHandlers<T>, kind: keyof InformerHandlers<T>, a: any, b?: any): void {
-    const fn = h[kind] as ((x: unknown, y?: unknown) => void | Promise<void>) | undefined;
-    if (!fn) return;
+  /** Calls `onEvent` with an event, or `onError` with an error; never throws. */
+  #call(h: InformerHandlers<T>, arg: ObjectEvent<T> | WatchError): void {
+    const kind = arg instanceof Error ? "onError" : "onEvent";
     try {
-      const r = kind === "onUpdate" ? fn.call(h, a, b) : fn.call(h, a);
+      const r = arg instanceof Error ? h.onError?.(arg) : h.onEvent?.(arg);
       if (r instanceof Promise) r.catch((err) => this.#handlerFailed(kind, err));
     } catch (err) {
       this.#handlerFailed(kind, err);
@@ -509,7 +494,9 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   #scheduleResync(ms: number): void {
     this.#resyncTimer = this.#clock.setTimeout(() => {
       if (this.#stopped) return;
-      if (this.#synced) { for (const obj of this.store) this.#emit("onUpdate", obj, obj); }
+      if (this.#synced) {
+        for (const object of this.store) this.#emit({ type: "modified", object, old: object });
+      }
       this.#scheduleResync(ms);
     }, ms);
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { KubeObject } from "../../core/object.ts";
+import { objectKey, type ObjectName } from "../../core/object_key.ts";
 import { compileLabelSelector } from "./_label_selector.ts";
 
 /**
@@ -12,14 +13,6 @@ import { compileLabelSelector } from "./_label_selector.ts";
  * An object may have any number of values, including none.
  */
 export type IndexFunc<T> = (obj: T) => string[];
-
-/** Names an object: its `name`, and its `namespace` for namespaced kinds. */
-export interface ObjectName {
-  /** Object name. */
-  name: string;
-  /** Namespace; absent or empty for cluster-scoped objects. */
-  namespace?: string;
-}
 
 /** Options for {@linkcode Store}. */
 export interface StoreOptions<T> {
@@ -53,26 +46,6 @@ export interface StoreChanges<T> {
   updated: { old: T; new: T }[];
   /** Objects that were in the store and are absent from the new list. */
   deleted: T[];
-}
-
-/**
- * The store key of an object: `namespace/name`, or `name` for cluster-scoped objects.
- *
- * @param obj An object or an object's name and namespace.
- * @returns The key.
- * @throws {TypeError} When the object has no name.
- *
- * @example Keys
- * ```ts
- * import { objectKey } from "./store.ts";
- * if (objectKey({ name: "web", namespace: "prod" }) !== "prod/web") throw new Error();
- * if (objectKey({ metadata: { name: "node-1" } }) !== "node-1") throw new Error();
- * ```
- */
-export function objectKey(obj: KubeObject | ObjectName): string {
-  const ref = "metadata" in obj ? obj.metadata : obj;
-  if (!ref.name) throw new TypeError("Cannot compute the store key of an object without a name");
-  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }
 
 interface Index<T> {

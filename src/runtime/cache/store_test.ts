@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { objectKey, Store } from "./store.ts";
+import { objectKey } from "../../core/object_key.ts";
+import { Store } from "./store.ts";
 import type { KubeObject } from "../../core/object.ts";
 
 function cm(

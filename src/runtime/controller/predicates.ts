@@ -1,11 +1,12 @@
 /**
  * Predicates filter the events that reach a controller's work queue, as controller-runtime's
- * `predicate` package does. A predicate is a plain function over a {@linkcode PredicateEvent};
+ * `predicate` package does. A predicate is a plain function over the informer's
+ * {@linkcode ObjectEvent} (the same event the watch and the informer pass on);
  * compose them with {@linkcode and}, {@linkcode or} and {@linkcode not}.
  *
  * Which events each built-in predicate sees:
  *
- * | predicate | create | update | delete |
+ * | predicate | added | modified | deleted |
  * |---|---|---|---|
  * | `generationChanged` | passes | `metadata.generation` differs | passes |
  * | `labelsChanged` | passes | labels differ | passes |
@@ -13,20 +14,17 @@
  * | `resourceVersionChanged` | passes | resourceVersion differs (drops resyncs) | passes |
  * | `deletionStarted` | `deletionTimestamp` set | `deletionTimestamp` newly set | passes |
  *
- * Create events include objects first seen when the cache fills at startup or relists.
+ * `added` events include objects first seen when the cache fills at startup or relists. A
+ * `modified` event without `old` (only a bare watch yields one) passes every predicate
+ * except `deletionStarted`, which then asks only whether `deletionTimestamp` is set.
  *
  * @module
  */
 import type { KubeObject } from "../../core/object.ts";
-
-/** One change seen by an informer, as a predicate sees it. */
-export type PredicateEvent<T> =
-  | { readonly type: "create"; readonly object: T }
-  | { readonly type: "update"; readonly object: T; readonly old: T }
-  | { readonly type: "delete"; readonly object: T };
+import type { ObjectEvent } from "../watch/watch.ts";
 
 /** Decides whether an event should enqueue work: `true` lets it through. */
-export type Predicate<T = KubeObject> = (event: PredicateEvent<T>) => boolean;
+export type Predicate<T = KubeObject> = (event: ObjectEvent<T>) => boolean;
 
 /**
  * Passes updates that change `metadata.generation`, i.e. the spec (status and metadata
@@ -41,13 +39,14 @@ export type Predicate<T = KubeObject> = (event: PredicateEvent<T>) => boolean;
  * const specOrDeletion = or(generationChanged, deletionStarted);
  * const old = { metadata: { name: "a", generation: 1 } };
  * const labelled = { metadata: { ...old.metadata, labels: { x: "y" } } };
- * if (specOrDeletion({ type: "update", old, object: labelled })) throw new Error();
+ * if (specOrDeletion({ type: "modified", old, object: labelled })) throw new Error();
  * const deleting = { metadata: { ...old.metadata, deletionTimestamp: "2025-01-01T00:00:00Z" } };
- * if (!specOrDeletion({ type: "update", old, object: deleting })) throw new Error();
+ * if (!specOrDeletion({ type: "modified", old, object: deleting })) throw new Error();
  * ```
  */
 export const generationChanged: Predicate<KubeObject> = (event): boolean =>
-  event.type !== "update" || event.old.metadata.generation !== event.object.metadata.generation;
+  event.type !== "modified" || !event.old ||
+  event.old.metadata.generation !== event.object.metadata.generation;
 
 /**
  * Passes updates that change `metadata.labels`; passes creates and deletes.
@@ -60,11 +59,12 @@ export const generationChanged: Predicate<KubeObject> = (event): boolean =>
  * import { labelsChanged } from "./predicates.ts";
  * const old = { metadata: { name: "a", labels: { app: "web" } } };
  * const object = { metadata: { name: "a", labels: { app: "db" } } };
- * if (!labelsChanged({ type: "update", old, object })) throw new Error();
+ * if (!labelsChanged({ type: "modified", old, object })) throw new Error();
  * ```
  */
 export const labelsChanged: Predicate<KubeObject> = (event): boolean =>
-  event.type !== "update" || !sameMap(event.old.metadata.labels, event.object.metadata.labels);
+  event.type !== "modified" || !event.old ||
+  !sameMap(event.old.metadata.labels, event.object.metadata.labels);
 
 /**
  * Passes updates that change `metadata.annotations`; passes creates and deletes.
@@ -77,11 +77,11 @@ export const labelsChanged: Predicate<KubeObject> = (event): boolean =>
  * import { annotationsChanged } from "./predicates.ts";
  * const old = { metadata: { name: "a" } };
  * const object = { metadata: { name: "a", annotations: { note: "x" } } };
- * if (!annotationsChanged({ type: "update", old, object })) throw new Error();
+ * if (!annotationsChanged({ type: "modified", old, object })) throw new Error();
  * ```
  */
 export const annotationsChanged: Predicate<KubeObject> = (event): boolean =>
-  event.type !== "update" ||
+  event.type !== "modified" || !event.old ||
   !sameMap(event.old.metadata.annotations, event.object.metadata.annotations);
 
 /**
@@ -95,11 +95,11 @@ export const annotationsChanged: Predicate<KubeObject> = (event): boolean =>
  * ```ts
  * import { resourceVersionChanged } from "./predicates.ts";
  * const obj = { metadata: { name: "a", resourceVersion: "7" } };
- * if (resourceVersionChanged({ type: "update", old: obj, object: obj })) throw new Error();
+ * if (resourceVersionChanged({ type: "modified", old: obj, object: obj })) throw new Error();
  * ```
  */
 export const resourceVersionChanged: Predicate<KubeObject> = (event): boolean =>
-  event.type !== "update" ||
+  event.type !== "modified" || !event.old ||
   event.old.metadata.resourceVersion !== event.object.metadata.resourceVersion;
 
 /**
@@ -114,17 +114,17 @@ export const resourceVersionChanged: Predicate<KubeObject> = (event): boolean =>
  * import { deletionStarted } from "./predicates.ts";
  * const old = { metadata: { name: "a", finalizers: ["example.com/x"] } };
  * const object = { metadata: { ...old.metadata, deletionTimestamp: "2025-01-01T00:00:00Z" } };
- * if (!deletionStarted({ type: "update", old, object })) throw new Error();
- * if (deletionStarted({ type: "create", object: old })) throw new Error();
+ * if (!deletionStarted({ type: "modified", old, object })) throw new Error();
+ * if (deletionStarted({ type: "added", object: old })) throw new Error();
  * ```
  */
 export const deletionStarted: Predicate<KubeObject> = (event): boolean => {
   switch (event.type) {
-    case "create":
+    case "added":
       return !!event.object.metadata.deletionTimestamp;
-    case "update":
-      return !!event.object.metadata.deletionTimestamp && !event.old.metadata.deletionTimestamp;
-    case "delete":
+    case "modified":
+      return !!event.object.metadata.deletionTimestamp && !event.old?.metadata.deletionTimestamp;
+    case "deleted":
       return true;
   }
 };
@@ -142,7 +142,7 @@ export const deletionStarted: Predicate<KubeObject> = (event): boolean => {
  * import type { KubeObject } from "../../core/object.ts";
  * const managed = (e: { object: KubeObject }) => e.object.metadata.labels?.managed === "yes";
  * const p = and(generationChanged, managed);
- * if (p({ type: "create", object: { metadata: { name: "a" } } })) throw new Error();
+ * if (p({ type: "added", object: { metadata: { name: "a" } } })) throw new Error();
  * ```
  */
 export function and<T extends KubeObject>(...predicates: Predicate<T>[]): Predicate<T> {
@@ -161,7 +161,7 @@ export function and<T extends KubeObject>(...predicates: Predicate<T>[]): Predic
  * import { annotationsChanged, labelsChanged, or } from "./predicates.ts";
  * const p = or(labelsChanged, annotationsChanged);
  * const obj = { metadata: { name: "a" } };
- * if (p({ type: "update", old: obj, object: obj })) throw new Error();
+ * if (p({ type: "modified", old: obj, object: obj })) throw new Error();
  * ```
  */
 export function or<T extends KubeObject>(...predicates: Predicate<T>[]): Predicate<T> {
@@ -179,7 +179,7 @@ export function or<T extends KubeObject>(...predicates: Predicate<T>[]): Predica
  * ```ts
  * import { deletionStarted, not } from "./predicates.ts";
  * const p = not(deletionStarted);
- * if (!p({ type: "create", object: { metadata: { name: "a" } } })) throw new Error();
+ * if (!p({ type: "added", object: { metadata: { name: "a" } } })) throw new Error();
  * ```
  */
 export function not<T extends KubeObject>(predicate: Predicate<T>): Predicate<T> {

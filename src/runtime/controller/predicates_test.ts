@@ -8,18 +8,18 @@ import {
   not,
   or,
   type Predicate,
-  type PredicateEvent,
   resourceVersionChanged,
 } from "./predicates.ts";
 import type { KubeObject, ObjectMeta } from "../../core/object.ts";
+import type { ObjectEvent } from "../watch/watch.ts";
 
 const o = (meta: Partial<ObjectMeta> = {}): KubeObject => ({
   metadata: { name: "a", generation: 1, resourceVersion: "1", ...meta },
 });
-const create = (object: KubeObject): PredicateEvent<KubeObject> => ({ type: "create", object });
-const del = (object: KubeObject): PredicateEvent<KubeObject> => ({ type: "delete", object });
-const update = (old: KubeObject, object: KubeObject): PredicateEvent<KubeObject> => ({
-  type: "update",
+const create = (object: KubeObject): ObjectEvent<KubeObject> => ({ type: "added", object });
+const del = (object: KubeObject): ObjectEvent<KubeObject> => ({ type: "deleted", object });
+const update = (old: KubeObject, object: KubeObject): ObjectEvent<KubeObject> => ({
+  type: "modified",
   old,
   object,
 });

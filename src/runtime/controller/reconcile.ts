@@ -33,7 +33,7 @@ import type { EventRecorder } from "./events.ts";
 import type { KubeObject, ObjectRef } from "../../core/object.ts";
 import type { Predicate } from "./predicates.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { ObjectName } from "../cache/store.ts";
+import type { ObjectName } from "../../core/object_key.ts";
 
 /** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
 export interface Requeue {

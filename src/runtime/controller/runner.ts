@@ -22,6 +22,7 @@
  * @module
  */
 import { getLogger } from "../../util/log.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
 import { EventRecorder } from "./events.ts";
 import { finalizer } from "./finalizer.ts";
@@ -29,11 +30,11 @@ import type { Informer } from "../cache/informer.ts";
 import type { InformerFactory } from "../cache/informer_factory.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { controllerOf } from "../../core/owner.ts";
-import type { PredicateEvent } from "./predicates.ts";
+import type { ObjectEvent } from "../watch/watch.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
 import { type Controller, type ReconcileResult, TerminalError } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
-import { objectKey } from "../cache/store.ts";
+import { objectKey, parseObjectKey } from "../../core/object_key.ts";
 import { WorkQueue, type WorkQueueMetrics } from "../queue/workqueue.ts";
 import { reconcileContext } from "./_context.ts";
 
@@ -58,7 +59,7 @@ export interface ReconcileSample {
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
  * synchronously; they must be cheap and must not throw.
  */
-export interface ControllerMetrics {
+export interface ControllerMetricsHooks {
   /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
   reconcile?(sample: ReconcileSample): void;
   /** Workers busy now: `controller_runtime_active_workers`. */
@@ -79,7 +80,7 @@ export interface ControllerRuntimeOptions {
    */
   namespaces?: readonly string[];
   /** Metrics hooks. */
-  metrics?: ControllerMetrics;
+  metrics?: ControllerMetricsHooks;
   /**
    * Rate limiter of the work queue.
    * @default defaultControllerRateLimiter() (5 ms doubling to 1000 s per key, 10 qps burst 100)
@@ -90,6 +91,11 @@ export interface ControllerRuntimeOptions {
    * @default an EventRecorder with component set to the controller name
    */
   events?: EventRecorder;
+  /**
+   * The clock of the work queue's delays and of the runner's own waits.
+   * @default realClock
+   */
+  clock?: Clock;
 }
 
 type Handlers = () => void;
@@ -122,7 +128,7 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly queue: WorkQueue<string>;
   readonly #client: Client;
   readonly #events: EventRecorder;
-  readonly #metrics?: ControllerMetrics;
+  readonly #metrics?: ControllerMetricsHooks;
   readonly #namespaces?: readonly string[];
   readonly #primary: Informer<T>[];
   readonly #all: Informer<any>[] = [];
@@ -130,6 +136,7 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #abort = new AbortController();
   readonly #stopStart = new AbortController();
   readonly #log;
+  readonly #clock: Clock;
   readonly #workers: Promise<void>[] = [];
   #active = 0;
   #started = false;
@@ -150,8 +157,10 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#events = options.events ??
       new EventRecorder(options.client, { component: controller.name });
     this.#log = getLogger(["kubeno", "controller", controller.name]);
+    this.#clock = options.clock ?? realClock;
     this.queue = new WorkQueue<string>({
       name: controller.name,
+      clock: this.#clock,
       rateLimiter: options.rateLimiter,
       metrics: options.metrics?.workqueue?.(controller.name),
     });
@@ -166,13 +175,13 @@ export class ControllerRuntime<T extends KubeObject> {
     for (const owned of controller.owns) {
       for (const inf of this.#scoped(informers, owned)) {
         this.#watch(inf, (ev) => {
-          for (const obj of ev.type === "update" ? [ev.old, ev.object] : [ev.object]) {
+          for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
             const ref = controllerOf(obj);
             if (!ref || ref.kind !== primary.kind || groupOf(ref.apiVersion) !== primary.group) {
               continue;
             }
-            const ns = obj.metadata.namespace;
-            this.queue.add(primary.namespaced && ns ? `${ns}/${ref.name}` : ref.name);
+            const namespace = primary.namespaced ? obj.metadata.namespace : undefined;
+            this.queue.add(objectKey({ namespace, name: ref.name }));
           }
         });
       }
@@ -181,7 +190,7 @@ export class ControllerRuntime<T extends KubeObject> {
       for (const inf of this.#scoped(informers, w.resource)) {
         this.#watch(inf, (ev) => {
           if (!(w.predicates ?? []).every((p) => p(ev))) return;
-          for (const obj of ev.type === "update" ? [ev.old, ev.object] : [ev.object]) {
+          for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
             for (const k of w.map(obj)) this.queue.add(typeof k === "string" ? k : objectKey(k));
           }
         });
@@ -240,7 +249,7 @@ export class ControllerRuntime<T extends KubeObject> {
           controller: this.controller.name,
           error: err instanceof Error ? err.message : String(err),
         });
-        await sleep(RESYNC_RETRY_MS, wait).catch(() => {});
+        await this.#clock.sleep(RESYNC_RETRY_MS, wait).catch(() => {});
         if (wait.aborted) throw wait.reason;
       }
     }
@@ -267,13 +276,13 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#stopping = true;
     this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
     for (const remove of this.#removers.splice(0)) remove();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<boolean>((r) => timer = setTimeout(() => r(false), timeoutMs));
+    const timeout = new AbortController();
+    const timedOut = this.#clock.sleep(timeoutMs, timeout.signal).then(() => false, () => false);
     const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
       true
     );
     const ok = await Promise.race([drained, timedOut]);
-    clearTimeout(timer);
+    timeout.abort();
     if (!ok) {
       this.#log.warn(
         "Controller {controller} gave up waiting for {active} reconciles after {timeoutMs} ms",
@@ -281,7 +290,7 @@ export class ControllerRuntime<T extends KubeObject> {
       );
       this.#abort.abort(new Error(`Controller "${this.controller.name}" shutdown timed out`));
     }
-    await Promise.race([this.#events.flush(), new Promise((r) => setTimeout(r, 0))]);
+    await Promise.race([this.#events.flush(), this.#clock.sleep(0)]);
     return ok;
   }
 
@@ -293,17 +302,13 @@ export class ControllerRuntime<T extends KubeObject> {
     return out;
   }
 
-  #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: PredicateEvent<U>) => void): void {
-    this.#removers.push(inf.addHandler({
-      onAdd: (object) => fn({ type: "create", object }),
-      onUpdate: (old, object) => fn({ type: "update", old, object }),
-      onDelete: (object) => fn({ type: "delete", object }),
-    }));
+  #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: ObjectEvent<U>) => void): void {
+    this.#removers.push(inf.onEvent(fn));
   }
 
   #get(key: string): T | undefined {
     if (this.#primary.length === 1) return this.#primary[0].get(key);
-    const ns = key.slice(0, key.indexOf("/"));
+    const ns = parseObjectKey(key).namespace ?? "";
     const i = this.#namespaces!.indexOf(ns);
     return i < 0 ? undefined : this.#primary[i].get(key);
   }
@@ -409,12 +414,4 @@ export class ControllerRuntime<T extends KubeObject> {
 function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf("/");
   return i < 0 ? "" : apiVersion.slice(0, i);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve()), ms);
-    const onAbort = () => (clearTimeout(t), reject(signal.reason));
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

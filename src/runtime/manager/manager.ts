@@ -23,7 +23,7 @@
  */
 import { getLogger } from "../../util/log.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
-import { type ControllerMetrics, ControllerRuntime } from "../controller/runner.ts";
+import { type ControllerMetricsHooks, ControllerRuntime } from "../controller/runner.ts";
 import type { Informer, InformerHealth } from "../cache/informer.ts";
 import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
@@ -78,7 +78,7 @@ export interface ManagerOptions {
    */
   leaderElection?: (ctx: LeaderElectionContext) => Promise<void>;
   /** Metrics hooks: reconciles, active workers and work queues per controller. */
-  metrics?: ControllerMetrics;
+  metrics?: ControllerMetricsHooks;
   /**
    * Makes the work queue rate limiter of each controller.
    * @default defaultControllerRateLimiter() per controller

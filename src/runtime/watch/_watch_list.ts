@@ -2,7 +2,7 @@
 // that streams the current objects as ADDED events and ends them with an annotated BOOKMARK.
 import { ApiError } from "../../client/api_error.ts";
 import type { KubeObject } from "../../core/object.ts";
-import { objectKey } from "../cache/store.ts";
+import { objectKey } from "../../core/object_key.ts";
 
 /** The annotation on the BOOKMARK that ends the initial events. */
 export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";

@@ -57,23 +57,34 @@ import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
 import { Backoff, type BackoffOptions } from "./_backoff.ts";
 import { abortable, Watchdog } from "./_deadline.ts";
-import { describeQuery, isExpired, toWatchError } from "./_watch_errors.ts";
+import { isExpired, toWatchError } from "./_classify.ts";
 import { InitialEvents, isInitialEventsEnd, isWatchListRejected } from "./_watch_list.ts";
-import { WatchError } from "./watch_error.ts";
+import { describeQuery, WatchError } from "./watch_error.ts";
 
 export type { BackoffOptions } from "./_backoff.ts";
 export type { ObjectList, RawWatchEvent } from "../../client/types.ts";
 
 const log = getLogger(["kubeno", "watch"]);
 
-/** One event of a {@linkcode WatchStream}. */
+/**
+ * A change to one object: kubeno's one event vocabulary. The watch stream yields it, the
+ * informer applies it to its store and hands the same event (with `old` filled in) to its
+ * handlers, and a controller's predicates judge it before a key is enqueued.
+ */
+export type ObjectEvent<T> =
+  /** An object was created, or was first seen (by a resumed watch or a relist). */
+  | { readonly type: "added"; readonly object: T }
+  /**
+   * An object changed. `old` is its previous state where the receiver keeps one: always
+   * from an informer (and equal to `object` on a periodic resync), never from a bare watch.
+   */
+  | { readonly type: "modified"; readonly object: T; readonly old?: T }
+  /** An object was deleted; `object` is its last known state. */
+  | { readonly type: "deleted"; readonly object: T };
+
+/** One event of a {@linkcode WatchStream}: an {@linkcode ObjectEvent} or a stream event. */
 export type WatchEvent<T> =
-  /** An object was created, or was first seen by a resumed watch. */
-  | { type: "added"; object: T }
-  /** An object changed. */
-  | { type: "modified"; object: T }
-  /** An object was deleted; `object` is its last state. */
-  | { type: "deleted"; object: T }
+  | ObjectEvent<T>
   /** A fresh list replaced the whole view: objects absent from `objects` are gone. */
   | { type: "relisted"; objects: T[]; resourceVersion: string }
   /** The server confirmed progress up to `resourceVersion` without a change. */

@@ -75,3 +75,26 @@ export class WatchError extends Error {
     this.reason = init.reason;
   }
 }
+
+/** The query fields that appear in messages about a watch. */
+export interface QueryLike {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+/**
+ * How messages name a watch's query: `ConfigMap (v1) in namespace "x" with labelSelector "a=b"`.
+ *
+ * @param res The resource watched.
+ * @param q The query's namespace and selectors.
+ * @returns The description.
+ */
+export function describeQuery(res: Resource<any>, q: QueryLike): string {
+  let s = `${res.kind} (${res.apiVersion})`;
+  if (q.namespace) s += ` in namespace "${q.namespace}"`;
+  else if (res.namespaced) s += " in all namespaces";
+  if (q.labelSelector) s += ` with labelSelector "${q.labelSelector}"`;
+  if (q.fieldSelector) s += ` with fieldSelector "${q.fieldSelector}"`;
+  return s;
+}

@@ -6,7 +6,7 @@
  * @module
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
-import type { OperatorController } from "./options.ts";
+import type { OperatorController } from "../operator/options.ts";
 import type { Resource } from "../core/resource.ts";
 
 /** Options of {@link deriveRbac}. */

@@ -1,27 +1,10 @@
-// How watch() names its query in messages and sorts failures into transient and persistent.
+// How watch() sorts failures into transient and persistent, and turns them into WatchErrors.
 import { ApiError, ConnectionError, isGone, type Status } from "../../client/api_error.ts";
 import type { Resource } from "../../core/resource.ts";
-import { WatchError } from "./watch_error.ts";
-
-/** The query fields that appear in messages. */
-export interface QueryLike {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-}
+import { describeQuery, type QueryLike, WatchError } from "./watch_error.ts";
 
 // Retrying these cannot help until someone changes RBAC, installs a CRD or fixes the query.
 const PERSISTENT_CODES = new Set([400, 401, 403, 404, 405, 406, 415, 422]);
-
-/** `ConfigMap (v1) in namespace "x" with labelSelector "a=b"`. */
-export function describeQuery(res: Resource<any>, q: QueryLike): string {
-  let s = `${res.kind} (${res.apiVersion})`;
-  if (q.namespace) s += ` in namespace "${q.namespace}"`;
-  else if (res.namespaced) s += " in all namespaces";
-  if (q.labelSelector) s += ` with labelSelector "${q.labelSelector}"`;
-  if (q.fieldSelector) s += ` with fieldSelector "${q.fieldSelector}"`;
-  return s;
-}
 
 /** Whether an error or a watch ERROR status says the resourceVersion is too old. */
 export function isExpired(x: unknown): boolean {

@@ -7,7 +7,7 @@
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
-import type { OperatorController, OperatorWebhook } from "./options.ts";
+import type { OperatorController, OperatorWebhook } from "../operator/options.ts";
 import { deriveRbac } from "./rbac.ts";
 
 /** What {@link operatorManifests} generates from. */

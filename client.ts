@@ -1,0 +1,63 @@
+/**
+ * The API client: kubeconfig and in-cluster credentials, typed CRUD, server-side apply, the
+ * status subresource, raw watches, and {@linkcode ApiError} carrying the server's code,
+ * reason and field causes.
+ *
+ * @example Errors keep what the server said
+ * ```ts
+ * import { ApiError, isNotFound } from "./client.ts";
+ *
+ * const err = ApiError.fromStatus(
+ *   { verb: "get", kind: "ConfigMap", apiVersion: "v1", plural: "configmaps", name: "app" },
+ *   404,
+ *   JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: 'configmaps "app" not found' }),
+ * );
+ * if (!isNotFound(err) || err.reason !== "NotFound") throw new Error();
+ * ```
+ *
+ * @module
+ */
+export {
+  Client,
+  type ClientOptions,
+  createClient,
+  type RequestMetric,
+} from "./src/client/client.ts";
+export type {
+  ApplyObject,
+  ApplyOptions,
+  DeleteOptions,
+  JsonPatchOperation,
+  ListOptions,
+  MergePatch,
+  ObjectList,
+  ObjectOptions,
+  PatchOptions,
+  RawWatchEvent,
+  RawWatchOptions,
+  WriteOptions,
+} from "./src/client/types.ts";
+export {
+  ApiError,
+  type ApiErrorTarget,
+  ConnectionError,
+  isAlreadyExists,
+  isConflict,
+  isForbidden,
+  isGone,
+  isInvalid,
+  isNotFound,
+  isTooManyRequests,
+  isUnauthorized,
+  type Status,
+  type StatusCause,
+  type StatusDetails,
+} from "./src/client/api_error.ts";
+export {
+  type ClusterAccess,
+  type Credentials,
+  KubeconfigError,
+  type KubeconfigOptions,
+  loadKubeconfig,
+} from "./src/client/kubeconfig.ts";
+export { fromYaml, toYaml } from "./src/util/yaml.ts";

@@ -1,0 +1,34 @@
+/**
+ * The operator program beyond `operator(...)`: the manifests it deploys itself with
+ * (Namespace, ServiceAccount, least-privilege RBAC derived from what the controllers touch,
+ * Deployment, webhook Service and configurations) and the option types of `operator()`.
+ *
+ * @example The RBAC a controller needs
+ * ```ts
+ * import { deriveRbac } from "./operator.ts";
+ * import { ConfigMap, resource } from "./core.ts";
+ *
+ * const Widget = resource({ group: "example.com", version: "v1", kind: "Widget" });
+ * const rbac = deriveRbac([{ name: "widget", resource: Widget, owns: [ConfigMap], watches: [] }]);
+ * const rules = rbac.cluster.map((r) => `${r.apiGroups}/${r.resources}`);
+ * if (!rules.includes("example.com/widgets") || !rules.includes("/configmaps")) {
+ *   throw new Error(rules.join());
+ * }
+ * ```
+ *
+ * @module
+ */
+export { type Operator, operator } from "./src/operator/operator.ts";
+export type {
+  LeaderElectionOptions,
+  OperatorController,
+  OperatorOptions,
+  OperatorWebhook,
+  WebhookManifestContext,
+} from "./src/operator/options.ts";
+export {
+  type OperatorManifests,
+  operatorManifests,
+  type OperatorManifestsInit,
+} from "./src/deploy/manifests.ts";
+export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/deploy/rbac.ts";

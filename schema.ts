@@ -1,0 +1,52 @@
+/**
+ * Custom resources from zod schemas: `defineResource`, the zod → structural OpenAPI v3
+ * conversion behind it, the markers that map to Kubernetes schema extensions (`listMap`,
+ * `listType`, `mapType`, `intOrString`, `embeddedResource`, `cel`), and the CRD it builds.
+ *
+ * @example The structural schema of a spec
+ * ```ts
+ * import { listMap, toStructuralSchema, z } from "./schema.ts";
+ *
+ * const spec = z.object({
+ *   ports: listMap(z.array(z.object({ name: z.string(), port: z.int() })), ["name"]),
+ * });
+ * const schema = toStructuralSchema(spec);
+ * if (schema.properties?.ports["x-kubernetes-list-type"] !== "map") throw new Error();
+ * ```
+ *
+ * @module
+ */
+export {
+  type CustomResource,
+  defineResource,
+  type DefineResourceOptions,
+  type OutputOf,
+  type ResourceIssue,
+  type ResourceObject,
+  ResourceValidationError,
+  type SafeParseResult,
+  type ScaleOptions,
+} from "./src/schema/define_resource.ts";
+export {
+  cel,
+  type EmbeddedObjectSchema,
+  embeddedResource,
+  intOrString,
+  listMap,
+  listType,
+  mapType,
+  type StructuralSchemaOptions,
+  toStructuralSchema,
+} from "./src/schema/schema.ts";
+export {
+  z,
+  type ZodArray,
+  type ZodInt,
+  type ZodLooseObject,
+  type ZodObject,
+  type ZodOptional,
+  type ZodRecord,
+  type ZodString,
+  type ZodType,
+  type ZodUnion,
+} from "./src/util/zod.ts";

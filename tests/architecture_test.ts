@@ -1,0 +1,154 @@
+// The layout is part of the design (ARCHITECTURE.md): these checks keep it true. They read the
+// static imports of every module under src/ and of the entry points at the root.
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const SRC = join(ROOT, "src");
+
+/** Folders (relative to src/) in layer order; a layer may import only layers listed before it. */
+const LOWER = ["util", "core", "client", "runtime/watch", "runtime/cache", "runtime/queue"];
+const UPPER = [
+  "runtime/controller",
+  "runtime/manager",
+  "metrics",
+  "webhook",
+  "deploy",
+  "operator",
+  "tool",
+];
+const ENTRY_POINTS = [
+  "mod.ts",
+  "core.ts",
+  "schema.ts",
+  "client.ts",
+  "runtime.ts",
+  "webhook.ts",
+  "metrics.ts",
+  "operator.ts",
+  "testing.ts",
+];
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const p = join(dir, e.name);
+    if (e.isDirectory) yield* walk(p);
+    else if (e.name.endsWith(".ts")) yield p;
+  }
+}
+
+/** Specifiers of a module's static and dynamic imports and re-exports (not those in docs). */
+function importsOf(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms)) out.push(m[1]);
+  for (const m of text.matchAll(/^import\s+"([^"]+)"/gm)) out.push(m[1]);
+  for (const line of text.split("\n")) {
+    if (/^\s*(\*|\/\/)/.test(line)) continue;
+    for (const m of line.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g)) out.push(m[1]);
+  }
+  return out;
+}
+
+interface Module {
+  path: string; // relative to the repository root
+  imports: string[]; // bare specifiers, or repository-relative paths of local modules
+}
+
+const modules: Module[] = [];
+for await (const file of walk(SRC)) {
+  const text = await Deno.readTextFile(file);
+  const imports = importsOf(text).map((s) =>
+    s.startsWith(".") ? relative(ROOT, resolve(dirname(file), s)) : s
+  );
+  modules.push({ path: relative(ROOT, file), imports });
+}
+const sources = modules.filter((m) => !m.path.endsWith("_test.ts"));
+
+/** The folder of a src/ module, e.g. `runtime/cache`. */
+const folderOf = (path: string) => dirname(relative("src", path));
+
+Deno.test("src/ has a folder per concept and no folder holds more than 15 source files", () => {
+  const counts = new Map<string, number>();
+  for (const m of sources) counts.set(folderOf(m.path), (counts.get(folderOf(m.path)) ?? 0) + 1);
+  assert.ok(!counts.has("."), "no module sits directly in src/");
+  for (const [folder, n] of counts) assert.ok(n <= 15, `src/${folder} holds ${n} source files`);
+  assert.deepEqual(
+    [...counts.keys()].sort(),
+    [...LOWER, ...UPPER, "schema", "testing"].sort(),
+  );
+});
+
+Deno.test("no import cycle between the modules of src/", () => {
+  const graph = new Map(
+    sources.map((m) => [m.path, m.imports.filter((i) => i.startsWith("src/"))]),
+  );
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (p: string) => {
+    if (state.get(p) === "done") return;
+    if (state.get(p) === "open") {
+      assert.fail(`import cycle: ${[...stack.slice(stack.indexOf(p)), p].join(" → ")}`);
+    }
+    state.set(p, "open");
+    stack.push(p);
+    for (const next of graph.get(p) ?? []) visit(next);
+    stack.pop();
+    state.set(p, "done");
+  };
+  for (const p of graph.keys()) visit(p);
+});
+
+Deno.test("the lower layers import nothing from the layers above them", () => {
+  const rank = (folder: string) => {
+    const i = [...LOWER, ...UPPER].indexOf(folder);
+    return i < 0 ? Infinity : i;
+  };
+  for (const m of sources) {
+    const from = folderOf(m.path);
+    if (!LOWER.includes(from)) continue;
+    for (const i of m.imports.filter((i) => i.startsWith("src/"))) {
+      const to = folderOf(i);
+      assert.ok(
+        rank(to) <= rank(from),
+        `${m.path} (layer ${from}) imports ${i} (layer ${to}), which sits above it`,
+      );
+    }
+  }
+});
+
+Deno.test("a module never imports another folder's private (_) module", () => {
+  for (const m of modules) {
+    for (const i of m.imports.filter((i) => i.startsWith("src/"))) {
+      if (!i.split("/").at(-1)!.startsWith("_")) continue;
+      assert.equal(dirname(i), dirname(m.path), `${m.path} imports ${i}`);
+    }
+  }
+});
+
+Deno.test("LogTape is imported only by util/log.ts and zod only by util/zod.ts", () => {
+  for (const m of sources) {
+    for (const i of m.imports) {
+      if (i.includes("logtape")) assert.equal(m.path, "src/util/log.ts", `${m.path} imports ${i}`);
+      if (i === "zod" || i.startsWith("npm:zod")) {
+        assert.equal(m.path, "src/util/zod.ts", `${m.path} imports ${i}`);
+      }
+    }
+  }
+});
+
+Deno.test("entry points hold docs and explicit re-exports only; mod.ts stays small", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const text = await Deno.readTextFile(join(ROOT, entry));
+    const code = text.replace(/\/\*\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+    const statements = code.split(";").map((s) => s.trim()).filter(Boolean);
+    for (const s of statements) {
+      assert.match(s, /^export (type )?\{[^}]*\} from "[^"]+"$/, `${entry}: ${s.slice(0, 80)}`);
+      assert.doesNotMatch(s, /\bas\b/, `${entry} renames an export instead of its definition`);
+    }
+  }
+  const root = await Deno.readTextFile(join(ROOT, "mod.ts"));
+  const names = [...root.matchAll(/export (?:type )?\{([^}]*)\}/g)]
+    .flatMap((m) => m[1].split(",").map((n) => n.trim()).filter(Boolean));
+  assert.ok(names.length <= 62, `mod.ts exports ${names.length} names`);
+});
