@@ -20,13 +20,14 @@
  * @module
  */
 import denoJson from "./deno.json" with { type: "json" };
-import { type CliIo, consoleIo, firstLine, type KubenoCommand } from "./src/tool/common.ts";
+import type { KubenoCommand } from "./src/tool/common.ts";
+import { type CommandIo, consoleIo, firstLine } from "./src/util/cli_io.ts";
 import { UsageError } from "./src/util/args.ts";
 import { compileCommand } from "./src/tool/compile.ts";
 import { createCommand } from "./src/tool/create.ts";
 import { initCommand } from "./src/tool/init.ts";
 
-export type { CliIo } from "./src/tool/common.ts";
+export type { CommandIo } from "./src/util/cli_io.ts";
 export { operatorPermissions, type OperatorPermissionsOptions } from "./src/tool/compile.ts";
 
 /** kubeno's version, from `deno.json`. */
@@ -74,7 +75,7 @@ Start with:  kubeno init myapp-operator`;
  * if (code !== 2 || lines.length !== 1) throw new Error(lines.join("\n"));
  * ```
  */
-export async function main(args: readonly string[], io: CliIo = consoleIo): Promise<number> {
+export async function main(args: readonly string[], io: CommandIo = consoleIo): Promise<number> {
   const [cmd = "help", ...rest] = args;
   try {
     switch (cmd) {

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { firstLine } from "../util/cli_io.ts";
 import process from "node:process";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -365,9 +366,4 @@ function exists(path: string): boolean {
     }
     return false;
   }
-}
-
-function firstLine(e: unknown): string {
-  const msg = e instanceof Error ? e.message : String(e);
-  return msg.split("\n").map((l) => l.trim()).filter(Boolean)[0] ?? "unknown error";
 }

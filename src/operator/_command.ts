@@ -1,5 +1,6 @@
 // What every subcommand of an operator program gets: the operator's resolved definition, the
 // parsed flags, output streams and a way to connect. Subcommands live in `cmd_*.ts`.
+import type { CommandIo } from "../util/cli_io.ts";
 import { type Client, type ClientOptions, createClient } from "../client/client.ts";
 import type { Flags, FlagSpec } from "../util/args.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
@@ -45,14 +46,6 @@ export interface OperatorDefinition {
   rules: readonly PolicyRule[];
   /** Namespaces watched when no flag or environment variable says otherwise. */
   watchNamespaces: readonly string[];
-}
-
-/** Where a command writes. */
-export interface CommandIo {
-  /** Writes one line to standard output. */
-  out(line: string): void;
-  /** Writes one line to standard error. */
-  err(line: string): void;
 }
 
 /** What a command runs with. */

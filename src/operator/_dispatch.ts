@@ -1,5 +1,6 @@
 // Parsing and dispatch of an operator program's command line, and its help texts. The public
 // entry is `operator()` in operator.ts; this file holds the parts tested in-process.
+import { isDnsLabel } from "../util/names.ts";
 import { describeError } from "./_errors.ts";
 import {
   EXIT,
@@ -10,7 +11,8 @@ import {
   splitCommand,
   UsageError,
 } from "../util/args.ts";
-import type { Command, CommandIo, InstalledResource, OperatorDefinition } from "./_command.ts";
+import type { Command, InstalledResource, OperatorDefinition } from "./_command.ts";
+import type { CommandIo } from "../util/cli_io.ts";
 import { installCommand } from "./cmd_install.ts";
 import { manifestsCommand } from "./cmd_manifests.ts";
 import { runCommand } from "./cmd_run.ts";
@@ -29,13 +31,6 @@ const VALUE_FLAGS = new Set(
   [...GLOBAL_FLAGS, ...COMMANDS.flatMap((c) => c.flags)]
     .filter((f) => f.type === "string").map((f) => f.name),
 );
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-/** Writes to the console. */
-export const consoleIo: CommandIo = {
-  out: (line) => console.log(line),
-  err: (line) => console.error(line),
-};
 
 /**
  * Parses `args` and runs the command, reporting failures on `io.err`.
@@ -144,7 +139,7 @@ ${formatFlags(GLOBAL_FLAGS as FlagSpec[])}`;
  */
 export function defineOperator(options: OperatorOptions): OperatorDefinition {
   const name = options.name;
-  if (typeof name !== "string" || !DNS_LABEL.test(name)) {
+  if (typeof name !== "string" || !isDnsLabel(name)) {
     throw new TypeError(
       `Cannot define operator "${name}": the name must be a DNS label (lower-case letters, ` +
         `digits and "-", at most 63 characters)`,

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { realClock } from "../util/clock.ts";
 import { ApiError, isNotFound } from "../client/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
@@ -132,7 +133,7 @@ async function waitGone(
         throw err;
       }
       if (Date.now() + delay > deadline) throw new CrdNotDeletedError(name, timeoutMs);
-      await new Promise((r) => setTimeout(r, delay));
+      await realClock.sleep(delay);
     }
   }
 }

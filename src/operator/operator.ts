@@ -19,7 +19,8 @@
  *
  * @module
  */
-import { consoleIo, defineOperator, dispatch } from "./_dispatch.ts";
+import { defineOperator, dispatch } from "./_dispatch.ts";
+import { consoleIo } from "../util/cli_io.ts";
 import type { OperatorOptions } from "./options.ts";
 
 export type {

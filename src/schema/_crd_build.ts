@@ -3,12 +3,16 @@
  *
  * @module
  */
-import type { CustomResourceDefinitionNames, PrinterColumn, ScaleSubresource } from "../core/crd.ts";
+import { isDnsSubdomain } from "../util/names.ts";
+import type {
+  CustomResourceDefinitionNames,
+  PrinterColumn,
+  ScaleSubresource,
+} from "../core/crd.ts";
 import type { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
 import { toRules } from "./_schema_walk.ts";
 
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
@@ -57,7 +61,7 @@ export function checkNames(
   if (!KIND.test(names.kind)) {
     fail('kind must be UpperCamelCase letters and digits, like "Myapp"');
   }
-  if (!group.includes(".") || !DNS1123_SUBDOMAIN.test(group) || group.length > 253) {
+  if (!group.includes(".") || !isDnsSubdomain(group)) {
     fail(
       `group "${group}" must be a DNS-1123 subdomain with at least one dot, like "apps.example.com"`,
     );

@@ -1,6 +1,7 @@
 // The "workloads" part of the test control plane: kube-controller-manager (garbage
 // collection, Deployments, namespaces, service accounts), kube-scheduler, and kwok driving
 // fake nodes so that pods become Ready without a kubelet.
+import { realClock } from "../util/clock.ts";
 import { type AssetName, kwokStages } from "./assets.ts";
 import { freePort, Supervised } from "./process.ts";
 
@@ -124,10 +125,6 @@ export async function startWorkloads(
           .logTail()}`,
       );
     }
-    await delay(200);
+    await realClock.sleep(200);
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { realClock } from "../util/clock.ts";
 import { type AssetName, KUBERNETES_VERSION, resolveAssets } from "./assets.ts";
 import { freePort, reapOnExit, Supervised } from "./process.ts";
 import { startWorkloads } from "./_workloads.ts";
@@ -135,7 +136,7 @@ export class ControlPlane implements AsyncDisposable {
       } catch (e) {
         last = (e as Error).message;
       }
-      await delay(100);
+      await realClock.sleep(100);
     }
     throw new ControlPlaneError(
       `${p.name} did not become healthy at ${url} within ${this.#timeoutMs} ms (${last}); last log lines:\n${await p
@@ -192,7 +193,7 @@ export class ControlPlane implements AsyncDisposable {
       if (Date.now() > deadline) {
         throw new ControlPlaneError("The default namespace did not appear");
       }
-      await delay(100);
+      await realClock.sleep(100);
     }
   }
 
@@ -461,8 +462,4 @@ function kubeconfigYaml(server: string, caPem: string, user: string, cert: Issue
     contexts: [{ name: "kubeno-test", context: { cluster: "kubeno-test", user } }],
     "current-context": "kubeno-test",
   }]);
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

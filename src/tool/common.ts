@@ -9,22 +9,10 @@
  * @module
  */
 import { UsageError } from "../util/args.ts";
+import type { CommandIo } from "../util/cli_io.ts";
+import { isDnsLabel, isDnsSubdomain } from "../util/names.ts";
 
 export { UsageError };
-
-/** Where a command writes: lines for the user (`out`) and diagnostics (`err`). */
-export interface CliIo {
-  /** Writes one line of normal output. */
-  out(line: string): void;
-  /** Writes one line of diagnostics. */
-  err(line: string): void;
-}
-
-/** Writes to the process's stdout and stderr. */
-export const consoleIo: CliIo = {
-  out: (line) => console.log(line),
-  err: (line) => console.error(line),
-};
 
 /** One of kubeno's subcommands. */
 export interface KubenoCommand {
@@ -42,10 +30,8 @@ export interface KubenoCommand {
    * @returns The exit code: 0 ok, 1 runtime failure.
    * @throws {UsageError} For bad input (exit code 2).
    */
-  run(args: readonly string[], io: CliIo): Promise<number>;
+  run(args: readonly string[], io: CommandIo): Promise<number>;
 }
-
-const DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 
 /** The rule of {@linkcode checkGroup}, as error messages state it. */
 export const GROUP_RULE =
@@ -76,8 +62,7 @@ export const NAME_RULE = 'a DNS-1123 label (lowercase letters, digits and "-", a
  * ```
  */
 export function checkGroup(group: string): string {
-  const ok = group.length <= 253 && group.includes(".") &&
-    new RegExp(`^${DNS_LABEL}(\\.${DNS_LABEL})*$`).test(group);
+  const ok = group.includes(".") && isDnsSubdomain(group);
   if (!ok) throw new UsageError(`Invalid --group "${group}": it must be ${GROUP_RULE}`);
   return group;
 }
@@ -153,22 +138,6 @@ export function checkName(name: string): string {
 }
 
 /**
- * Tells whether a string is a DNS-1123 label.
- *
- * @param s The string.
- * @returns Whether it is one.
- *
- * @example A directory name that can name an operator
- * ```ts
- * import { isDnsLabel } from "./common.ts";
- * if (!isDnsLabel("my-operator") || isDnsLabel("My_Operator")) throw new Error();
- * ```
- */
-export function isDnsLabel(s: string): boolean {
-  return s.length <= 63 && new RegExp(`^${DNS_LABEL}$`).test(s);
-}
-
-/**
  * Reads a string flag that a command requires.
  *
  * @param flags The parsed flags.
@@ -193,23 +162,6 @@ export function requireFlag(
     throw new UsageError(`"kubeno ${command}" needs --${name}; see "kubeno ${command} --help"`);
   }
   return v;
-}
-
-/**
- * The first line of an error's message, for one-line failures.
- *
- * @param err What was thrown.
- * @returns Its first non-empty line.
- *
- * @example Shorten a multi-line message
- * ```ts
- * import { firstLine } from "./common.ts";
- * if (firstLine(new Error("a\nb")) !== "a") throw new Error();
- * ```
- */
-export function firstLine(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  return msg.split("\n").map((l) => l.trim()).find(Boolean) ?? "unknown error";
 }
 
 /**

@@ -11,13 +11,13 @@
  *
  * @module
  */
+import type { CommandIo } from "../util/cli_io.ts";
 import { join, resolve } from "node:path";
 import { type FlagSpec, formatFlags, parseFlags } from "../util/args.ts";
 import {
   checkGroup,
   checkKind,
   checkVersion,
-  type CliIo,
   formatFiles,
   type KubenoCommand,
   requireFlag,
@@ -198,7 +198,7 @@ line changes.
 
 Flags:
 ${formatFlags(FLAGS)}`,
-  async run(args: readonly string[], io: CliIo): Promise<number> {
+  async run(args: readonly string[], io: CommandIo): Promise<number> {
     const [what, ...rest] = args;
     if (what === "--help" || what === "-h" || what === "help") {
       io.out(createCommand.help);

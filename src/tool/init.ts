@@ -12,6 +12,8 @@
  *
  * @module
  */
+import { isDnsLabel } from "../util/names.ts";
+import type { CommandIo } from "../util/cli_io.ts";
 import { basename, join, resolve } from "node:path";
 import { type FlagSpec, formatFlags, parseFlags } from "../util/args.ts";
 import {
@@ -19,9 +21,7 @@ import {
   checkKind,
   checkName,
   checkVersion,
-  type CliIo,
   formatFiles,
-  isDnsLabel,
   type KubenoCommand,
   UsageError,
 } from "./common.ts";
@@ -209,7 +209,7 @@ ${formatFlags(FLAGS)}
 
 Example:
   kubeno init myapp-operator --group apps.example.com --version v1alpha1 --kind Myapp`,
-  async run(args: readonly string[], io: CliIo): Promise<number> {
+  async run(args: readonly string[], io: CommandIo): Promise<number> {
     const { flags, positionals } = parseFlags(args, FLAGS);
     if (flags.help) {
       io.out(initCommand.help);

@@ -8,7 +8,8 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import denoJson from "../../deno.json" with { type: "json" };
-import { firstLine, UsageError } from "./common.ts";
+import { UsageError } from "./common.ts";
+import { firstLine } from "../util/cli_io.ts";
 
 /** The JSR specifier a new project depends on by default, e.g. `jsr:@kubeno/kubeno@^0.1.0`. */
 export const DEFAULT_KUBENO = `jsr:${denoJson.name}@^${denoJson.version}`;

@@ -1,6 +1,7 @@
 // Command-line parsing for operator programs: GNU-style long flags (`--flag value`,
 // `--flag=value`, `--bool`, `--bool=false`), `-h`, and `--` to end flags. Pure, so that every
 // rule is unit-tested without spawning a process.
+import { parseGoDuration } from "./duration.ts";
 
 /** Exit codes of an operator program. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
@@ -166,13 +167,9 @@ export function parseDuration(text: string, flag: string): number {
   const t = text.trim();
   const bad = () => new UsageError(`Flag "--${flag}" takes a duration such as 60s, not "${text}"`);
   if (/^\d+(?:\.\d+)?$/.test(t)) return Math.round(Number(t) * 1_000);
-  if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(t)) throw bad();
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-  let ms = 0;
-  for (const [, n, u] of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
-    ms += Number(n) * unit[u as keyof typeof unit];
-  }
-  return Math.round(ms);
+  const ms = parseGoDuration(t);
+  if (ms === undefined) throw bad();
+  return ms;
 }
 
 /**

@@ -45,7 +45,7 @@ export class CertificateDir implements CertificateSource, AsyncDisposable {
   #clock: Clock;
   #pollMs: number;
   #closed = false;
-  #debounce: number | undefined;
+  #debounce: TimerId | undefined;
   #loop: Promise<void> = Promise.resolve();
 
   /** @internal Use {@linkcode watchCertificateDir}. */
@@ -126,7 +126,7 @@ export class CertificateDir implements CertificateSource, AsyncDisposable {
       this.#watcher?.close();
     } catch { /* already closed */ }
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    clearTimeout(this.#debounce);
+    if (this.#debounce !== undefined) this.#clock.clearTimeout(this.#debounce);
   }
 
   /** Same as {@linkcode CertificateDir.close}. */
@@ -139,8 +139,8 @@ export class CertificateDir implements CertificateSource, AsyncDisposable {
     try {
       for await (const _ of watcher) {
         // Writers replace several files; reload once they are done.
-        clearTimeout(this.#debounce);
-        this.#debounce = setTimeout(() => void this.reload(), 50) as unknown as number;
+        if (this.#debounce !== undefined) this.#clock.clearTimeout(this.#debounce);
+        this.#debounce = this.#clock.setTimeout(() => void this.reload(), 50);
       }
     } catch (err) {
       if (!this.#closed) {
