@@ -15,7 +15,7 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 usage error; failures are one line on stderr naming
  * what was wrong and what to do.
  *
- * This file only parses and dispatches; each command lives in `src/cli_<command>.ts`.
+ * This file only parses and dispatches; each command lives in `src/tool/<command>.ts`.
  *
  * @module
  */

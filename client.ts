@@ -10,7 +10,10 @@
  * const err = ApiError.fromStatus(
  *   { verb: "get", kind: "ConfigMap", apiVersion: "v1", plural: "configmaps", name: "app" },
  *   404,
- *   JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: 'configmaps "app" not found' }),
+ *   {
+ *     kind: "Status", apiVersion: "v1", status: "Failure", code: 404, reason: "NotFound",
+ *     message: 'configmaps "app" not found', details: { name: "app", kind: "configmaps" },
+ *   },
  * );
  * if (!isNotFound(err) || err.reason !== "NotFound") throw new Error();
  * ```

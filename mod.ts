@@ -33,7 +33,7 @@
  *   owns: [ConfigMap],
  *   async reconcile(greeting, ctx) {
  *     await ctx.apply(ConfigMap, {
- *       metadata: { name: greeting.metadata.name, namespace: greeting.metadata.namespace },
+ *       metadata: { name: greeting.metadata.name!, namespace: greeting.metadata.namespace },
  *       data: { text: greeting.spec.text },
  *     });
  *   },
