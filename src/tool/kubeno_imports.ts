@@ -49,11 +49,11 @@ export async function kubenoImports(spec: string, cwd: string): Promise<Record<s
     if (!/^jsr:@kubeno\/kubeno(@[^/]+)?$/.test(spec)) {
       throw new UsageError(`Invalid --kubeno "${spec}": expected jsr:@kubeno/kubeno@<version>`);
     }
-    return {
-      "@kubeno/kubeno": spec,
-      "@kubeno/kubeno/testing": `${spec}/testing`,
-      "@kubeno/kubeno/cli": `${spec}/cli`,
-    };
+    return Object.fromEntries(
+      Object.keys(denoJson.exports).map((
+        k,
+      ) => [`@kubeno/kubeno${k.slice(1)}`, `${spec}${k.slice(1)}`]),
+    );
   }
   const base = checkoutUrl(spec, cwd);
   const config = await readConfig(new URL("deno.json", base), spec);
@@ -67,12 +67,11 @@ export async function kubenoImports(spec: string, cwd: string): Promise<Record<s
   for (const [key, value] of Object.entries(config.imports ?? {})) {
     own[key] = /^\.\.?\//.test(value) ? new URL(value, base).href : value;
   }
-  return {
-    "@kubeno/kubeno": new URL("mod.ts", base).href,
-    "@kubeno/kubeno/testing": new URL("testing.ts", base).href,
-    "@kubeno/kubeno/cli": new URL("cli.ts", base).href,
-    ...own,
-  };
+  // Every entry point of the checkout, as its deno.json exports them.
+  const entries = Object.entries(config.exports ?? { ".": "./mod.ts" }).map((
+    [k, v],
+  ) => [`@kubeno/kubeno${k.slice(1)}`, new URL(v, base).href]);
+  return { ...Object.fromEntries(entries), ...own };
 }
 
 function checkoutUrl(spec: string, cwd: string): URL {
@@ -95,6 +94,7 @@ function checkoutUrl(spec: string, cwd: string): URL {
 interface Config {
   name?: string;
   imports?: Record<string, string>;
+  exports?: Record<string, string>;
 }
 
 async function readConfig(url: URL, spec: string): Promise<Config> {
