@@ -17,6 +17,15 @@
  *
  * This file only parses and dispatches; each command lives in `src/tool/<command>.ts`.
  *
+ * @example Run a command in-process and capture what it writes
+ * ```ts
+ * import { main, VERSION } from "./cli.ts";
+ *
+ * const out: string[] = [];
+ * const code = await main(["version"], { out: (l) => out.push(l), err: () => {} });
+ * if (code !== 0 || out[0] !== VERSION) throw new Error(out.join("\n"));
+ * ```
+ *
  * @module
  */
 import denoJson from "./deno.json" with { type: "json" };
