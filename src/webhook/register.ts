@@ -6,7 +6,10 @@
  */
 import { isConflict, isNotFound } from "../client/api_error.ts";
 import type { Client } from "../client/client.ts";
-import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from "../core/kinds_cluster.ts";
+import {
+  MutatingWebhookConfiguration,
+  ValidatingWebhookConfiguration,
+} from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import {
   type WebhookConfigurationOptions,

@@ -12,6 +12,10 @@
  * trust the new CA; until then the old certificate, still trusted through the bundle, keeps
  * serving. Timers run on the injected {@linkcode Clock}.
  *
+ * With `store: "memory"` (runs outside the cluster) there is no Secret: the process issues
+ * its own CA and certificate, publishes the bundle through `publish` and renews them the
+ * same way.
+ *
  * Caveats: a replica starting inside that propagation window serves the new certificate
  * at once. Renewal needs the API server; when it is down the replica retries with backoff.
  *
@@ -98,6 +102,18 @@ export interface SelfManagedCertificatesOptions {
    * @default 10000
    */
   caPropagationMs?: number;
+  /**
+   * Where the CA and certificate are kept: `secret` (the Secret `secretName` in `namespace`,
+   * shared by replicas) or `memory` (this process only, as envtest does; for runs outside
+   * the cluster, where the operator's namespace may not exist).
+   * @default "secret"
+   */
+  store?: "secret" | "memory";
+  /**
+   * Publishes a new CA bundle to the API server before the certificate it signs is served.
+   * @default patches `caBundle` of the configurations named in `configurations`
+   */
+  publish?: (caBundlePem: string) => Promise<void>;
   /** The clock for timers and certificate validity. @default realClock */
   clock?: Clock;
   /** Stops renewal when aborted. */
@@ -113,7 +129,8 @@ interface Stored extends WebhookCertificate {
 /** Self-managed certificates, as {@linkcode selfManagedCertificates} returns them. */
 export class SelfManagedCertificates implements CertificateSource, AsyncDisposable {
   #client: Client;
-  #opts: Required<Omit<SelfManagedCertificatesOptions, "signal">>;
+  #opts: Required<Omit<SelfManagedCertificatesOptions, "signal" | "publish">>;
+  #publish: (caBundlePem: string) => Promise<void>;
   #clock: Clock;
   #serving!: WebhookCertificate;
   #stored!: Stored;
@@ -137,8 +154,14 @@ export class SelfManagedCertificates implements CertificateSource, AsyncDisposab
       validForMs: options.validForMs ?? 365 * 24 * 3_600_000,
       renewAt: options.renewAt ?? 2 / 3,
       caPropagationMs: options.caPropagationMs ?? 10_000,
+      store: options.store ?? "secret",
       clock: this.#clock,
     };
+    this.#publish = options.publish ?? (async (bundle) => {
+      for (const name of this.#opts.configurations) {
+        await patchCaBundle(this.#client, name, bundle);
+      }
+    });
     options.signal?.addEventListener("abort", () => this.close(), { once: true });
   }
 
@@ -213,6 +236,17 @@ export class SelfManagedCertificates implements CertificateSource, AsyncDisposab
   async #sync(initial: boolean): Promise<void> {
     const o = this.#opts;
     let stored: Stored | undefined;
+    if (o.store === "memory") {
+      const held = this.#stored as Stored | undefined;
+      stored = held && this.#clock.now() < held.renewAt
+        ? held
+        : await this.#issue(held, initial && !held);
+      if (stored !== held) {
+        log.info("Issued webhook certificate valid until {notAfter}, kept in memory", {
+          notAfter: stored.notAfter.toISOString(),
+        });
+      }
+    }
     for (let attempt = 0; !stored; attempt++) {
       if (attempt > 10) {
         throw new Error(
@@ -331,9 +365,7 @@ export class SelfManagedCertificates implements CertificateSource, AsyncDisposab
     const changed = this.#stored?.certPem !== stored.certPem;
     this.#stored = stored;
     if (stored.caBundlePem !== this.#publishedBundle) {
-      for (const name of this.#opts.configurations) {
-        await patchCaBundle(this.#client, name, stored.caBundlePem);
-      }
+      await this.#publish(stored.caBundlePem);
       this.#publishedBundle = stored.caBundlePem;
     }
     const now = this.#clock.now();

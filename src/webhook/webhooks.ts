@@ -3,7 +3,12 @@
  * Secret, or supplied in a directory), the HTTPS server, certificate hand-over on renewal,
  * and, for local runs, URL-based registration on loopback as envtest does. This is the seam
  * the manager calls; each piece is usable on its own (`selfManagedCertificates`,
- * `watchCertificateDir`, `startWebhookServer`, `registerWebhooks`).
+ * `watchCertificateDir`, `startWebhookServer`, `registerWebhooks`, `takeOverWebhooks`).
+ *
+ * A local run depends on no namespace: its certificate is kept in memory (unless a directory
+ * is supplied), and its registration is a take-over that `close()` hands back — the entries
+ * `install` or the deployed manifests wrote are restored, or configurations that did not
+ * exist before are deleted (see `local_registration.ts`).
  *
  * @module
  */
@@ -15,18 +20,21 @@ import {
   selfManagedCertificates,
   type SelfManagedCertificatesOptions,
 } from "./self_managed_certs.ts";
-import { patchCaBundle, registerWebhooks } from "./register.ts";
-import {
-  startWebhookServer,
-  type WebhookServer,
-  type WebhookServerOptions,
-} from "./server.ts";
+import { patchCaBundle } from "./register.ts";
+import { type LocalRegistration, takeOverWebhooks } from "./local_registration.ts";
+import { getLogger } from "../util/log.ts";
+import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from "./server.ts";
+
+const log = getLogger(["kubeno", "webhook"]);
 
 /** Options of {@linkcode serveWebhooks}. */
 export interface ServeWebhooksOptions {
   /** The operator's name: names the configurations and the certificate Secret. */
   name: string;
-  /** The operator's namespace (holds the certificate Secret and the Service). */
+  /**
+   * The operator's namespace (holds the certificate Secret and the Service); only named in
+   * the certificate when `local`.
+   */
   namespace: string;
   /**
    * Port of the webhook server (`--webhook-port`); `0` picks a free one.
@@ -39,14 +47,16 @@ export interface ServeWebhooksOptions {
    */
   certDir?: string;
   /**
-   * Outside a cluster: listen on 127.0.0.1 and register URL-based configurations pointing
-   * there. In a cluster the configurations come from `install` and point at the Service.
+   * Outside a cluster: listen on 127.0.0.1, keep self-managed certificates in memory, and
+   * take over the configurations with URL-based entries pointing there until `close()`,
+   * which restores what they held. In a cluster the configurations come from `install` and
+   * point at the Service.
    * @default false
    */
   local?: boolean;
   /**
    * Listen address.
-   * @default "127.0.0.1" when `local`, else "0.0.0.0"
+   * @default "127.0.0.1" when `local`, else every interface (IPv6 and IPv4)
    */
   hostname?: string;
   /** Options of self-managed certificates (lifetime, renewal point, clock). */
@@ -68,9 +78,11 @@ export interface RunningWebhooks extends AsyncDisposable {
   readonly server: WebhookServer;
   /** Where the certificate comes from. */
   readonly certificates: CertificateSource & AsyncDisposable;
+  /** With `local`: the URL registration that `close()` hands back. */
+  readonly registration?: LocalRegistration;
   /**
-   * Stops renewal and the server.
-   * @returns Resolves once both stopped.
+   * Hands back a local registration, then stops renewal and the server.
+   * @returns Resolves once stopped; a failed hand-back is logged, not thrown.
    */
   close(): Promise<void>;
 }
@@ -104,6 +116,7 @@ export async function serveWebhooks(
   options: ServeWebhooksOptions,
 ): Promise<RunningWebhooks> {
   const { name, namespace, signal } = options;
+  let registration: LocalRegistration | undefined;
   const certificates = options.certDir
     ? await watchCertificateDir(options.certDir, { ...options.certDirOptions, signal })
     : await selfManagedCertificates(client, {
@@ -111,6 +124,13 @@ export async function serveWebhooks(
       name,
       namespace,
       signal,
+      ...(options.local
+        ? {
+          store: options.certificates?.store ?? "memory",
+          // Before the take-over there is nothing of this run's to publish into.
+          publish: (bundle: string) => registration?.setCaBundle(bundle) ?? Promise.resolve(),
+        }
+        : {}),
     });
   let server: WebhookServer;
   try {
@@ -119,7 +139,7 @@ export async function serveWebhooks(
       webhooks,
       certificate: certificates.current,
       port: options.port ?? 9443,
-      hostname: options.hostname ?? (options.local ? "127.0.0.1" : "0.0.0.0"),
+      hostname: options.hostname ?? (options.local ? "127.0.0.1" : undefined),
       signal,
     });
   } catch (err) {
@@ -130,21 +150,42 @@ export async function serveWebhooks(
     server.setCertificate(cert);
     // Supplied certificates carry their CA in ca.crt; self-managed ones patch it themselves.
     if (options.certDir && cert.caBundlePem) {
-      patchCaBundle(client, name, cert.caBundlePem).catch(() => {});
+      const publish = registration
+        ? registration.setCaBundle(cert.caBundlePem)
+        : patchCaBundle(client, name, cert.caBundlePem);
+      publish.catch((err) =>
+        log.warn("Cannot publish the webhook CA bundle: {message}", { message: String(err) })
+      );
     }
   });
-  const close = async () => {
-    await certificates[Symbol.asyncDispose]();
-    await server.shutdown();
-  };
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    closing ??= (async () => {
+      try {
+        await registration?.restore();
+      } catch (err) {
+        log.error(
+          'Cannot restore webhook configurations "{name}" after the local run: {message}; run "install" to restore them',
+          { name, message: err instanceof Error ? err.message : String(err) },
+        );
+      }
+      await certificates[Symbol.asyncDispose]();
+      await server.shutdown();
+    })();
   try {
     if (options.local) {
-      await registerWebhooks(client, webhooks, {
+      registration = await takeOverWebhooks(client, webhooks, {
         name,
-        target: { url: `https://127.0.0.1:${server.port}` },
+        url: `https://127.0.0.1:${server.port}`,
         caBundle: certificates.current.caBundlePem || undefined,
         signal,
       });
+      if (registration.found.staleFound.length) {
+        log.warn(
+          "Webhook configurations {name} still held an earlier local run's registration; the entries it saved will be restored on exit",
+          { name },
+        );
+      }
     } else if (options.certDir && certificates.current.caBundlePem) {
       await patchCaBundle(client, name, certificates.current.caBundlePem, { signal });
     }
@@ -152,5 +193,13 @@ export async function serveWebhooks(
     await close();
     throw err;
   }
-  return { server, certificates, close, [Symbol.asyncDispose]: close };
+  return {
+    server,
+    certificates,
+    get registration() {
+      return registration;
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }
