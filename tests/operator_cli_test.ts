@@ -72,7 +72,7 @@ Deno.test("usage errors exit 2 with one line and the usage hint", async () => {
   assertCleanStderr(help.stderr + version.stderr + unknownFlag.stderr);
 });
 
-Deno.test("an unreachable cluster exits 1 with one line naming the server", async () => {
+Deno.test("an unreachable cluster is waited out until the deadline, then exits 1 with one line naming the server", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = listener.addr.port;
   listener.close();
@@ -82,11 +82,20 @@ Deno.test("an unreachable cluster exits 1 with one line naming the server", asyn
       kubeconfig,
       JSON.stringify(kubeconfigFor(`https://127.0.0.1:${port}`, { token: "x" })),
     );
-    for (const cmd of ["install", "run"]) {
-      const res = await op(cmd, "--kubeconfig", kubeconfig);
+    const waits = {
+      install: ["--timeout=1s"],
+      run: ["--startup-timeout=1s", "--metrics-bind-address=0", "--health-probe-bind-address=0"],
+    };
+    for (const [cmd, flags] of Object.entries(waits)) {
+      const res = await op(cmd, "--kubeconfig", kubeconfig, ...flags);
       assert.equal(res.code, 1, res.stderr);
-      const line = oneLine(res.stderr);
-      assert(line.startsWith("widget-operator: Cannot "), line);
+      // The wait is logged (JSON lines); the error itself is one plain line.
+      const line = oneLine(res.stderr.split("\n").filter((l) => !l.startsWith("{")).join("\n"));
+      assert(
+        res.stderr.includes("Waiting for the Kubernetes API server (unreachable)"),
+        res.stderr,
+      );
+      assert(line.startsWith("widget-operator: Gave up after waiting "), line);
       assert(line.includes(`"https://127.0.0.1:${port}"`), line);
       assert(line.includes("check that the cluster is running"), line);
       assertCleanStderr(res.stderr);

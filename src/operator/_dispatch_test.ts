@@ -122,6 +122,7 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
       retryPeriodMs: 2_000,
     },
     watchStallTimeoutMs: 600_000,
+    startupTimeoutMs: 120_000,
     metricsAddress: ":8080",
     healthAddress: ":8081",
     webhook: undefined,
@@ -152,6 +153,7 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
     "leader-elect-retry-period": "500ms",
     "leader-elect-namespace": "locks",
     "watch-stall-timeout": "1m30s",
+    "startup-timeout": "30s",
   });
   assert.deepEqual(fast.leaderElection, {
     name: "x-lock",
@@ -161,6 +163,8 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
     retryPeriodMs: 500,
   });
   assert.equal(fast.watchStallTimeoutMs, 90_000);
+  assert.equal(fast.startupTimeoutMs, 30_000);
+  assert.throws(() => runSettings(def, { "startup-timeout": "0s" }), /"--startup-timeout"/);
   assert.throws(
     () => runSettings(def, { "leader-elect-lease-duration": "2s" }),
     /lease duration > renew deadline/,

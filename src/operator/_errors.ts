@@ -14,7 +14,12 @@ const KNOWN = new Set([
   "CrdNotDeletedError",
   "ResourceValidationError",
   "LeadershipLostError",
+  "StartupError",
+  "ApiServerUnavailableError",
 ]);
+
+const UNREACHABLE_HINT =
+  "check that the cluster is running and that --kubeconfig/--context point at it";
 
 /**
  * The lines to print for an error that ended a command.
@@ -33,8 +38,14 @@ export function describeError(err: unknown, debug: boolean): string[] {
 }
 
 function hintFor(err: unknown): string | undefined {
-  if (err instanceof ConnectionError) {
-    return "check that the cluster is running and that --kubeconfig/--context point at it";
+  if (err instanceof ConnectionError) return UNREACHABLE_HINT;
+  if (err instanceof Error && err.name === "ApiServerUnavailableError") {
+    const api = apiCause(err.cause);
+    return (api instanceof ApiError ? hintFor(api) : undefined) ?? UNREACHABLE_HINT;
+  }
+  if (err instanceof Error && err.name === "StartupError") {
+    const api = apiCause(err.cause);
+    return api ? hintFor(api) : undefined;
   }
   if (err instanceof KubeconfigError) return "pass --kubeconfig PATH or set KUBECONFIG";
   if (isUnauthorized(err)) return "the kubeconfig's credentials were rejected; renew them";
@@ -42,6 +53,14 @@ function hintFor(err: unknown): string | undefined {
     return 'grant the permission (see the "manifests" command\'s RBAC) or use another --context';
   }
   if (!known(err)) return "this is a bug; rerun with --log-level debug for the stack";
+  return undefined;
+}
+
+/** The first `ApiError` or `ConnectionError` down a chain of causes (e.g. under a `WatchError`). */
+function apiCause(err: unknown): ApiError | ConnectionError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof ApiError || e instanceof ConnectionError) return e;
+  }
   return undefined;
 }
 

@@ -4,6 +4,10 @@
  * `applied`, or `unchanged` when the apply was a no-op (same resourceVersion before and
  * after). Running it again is safe: it converges on the same objects.
  *
+ * An API server that is unreachable or restarting (refused connections, timeouts, 429, 5xx) is
+ * waited out with back-off within `--timeout`, so `install` in a deploy script survives a
+ * control-plane upgrade; refusals (401, 403, invalid objects) fail at once.
+ *
  * @module
  */
 import { isNotFound } from "../client/api_error.ts";
@@ -23,6 +27,7 @@ import {
   ValidatingWebhookConfiguration,
 } from "../core/kinds_cluster.ts";
 import { operatorManifests } from "./manifests.ts";
+import { ApiServerWait } from "./_api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 
@@ -33,31 +38,43 @@ export const installCommand: Command = {
   description:
     `Server-side applies the operator's CustomResourceDefinitions, and its admission webhook
 configurations when it has webhooks, then waits until every CRD is Established. Prints one
-line per object: "applied", or "unchanged" when nothing changed. Safe to run again.`,
+line per object: "applied", or "unchanged" when nothing changed. Safe to run again.
+
+An API server that is unreachable or restarting is waited out with back-off, logged once
+per change, within --timeout; refused credentials, missing permissions and invalid objects
+fail at once.`,
   flags: [
     {
       name: "timeout",
       type: "string",
       valueName: "DURATION",
       default: "60s",
-      description: "How long to wait for the CRDs to become Established",
+      description:
+        "How long to wait for the API server (when unreachable or restarting) and for the CRDs to become Established",
     },
   ],
   async run(ctx: CommandContext): Promise<number> {
     const timeoutMs = parseDuration(String(ctx.flags.timeout ?? "60s"), "timeout");
     using client = await connect(ctx);
+    const wait = new ApiServerWait({ timeoutMs, flag: "--timeout" });
+    const deadline = Date.now() + timeoutMs;
     const objects = installObjects(ctx.def, operatorNamespace(ctx));
     for (const obj of objects) {
       const res = resourceOf(obj);
-      const before = await getOrUndefined(client, res, obj.metadata.name!);
-      const after = await client.apply(res, obj as never, { force: true });
+      // Read before the first apply attempt: an apply retried after a lost answer is still
+      // reported "applied".
+      const before = await wait.run((signal) =>
+        getOrUndefined(client, res, obj.metadata.name!, signal)
+      );
+      const after = await wait.run((signal) =>
+        client.apply(res, obj as never, { force: true, signal })
+      );
       const same = before?.metadata.resourceVersion === after.metadata.resourceVersion;
       ctx.out(`${objectLabel(obj)} ${same ? "unchanged" : "applied"}`);
     }
-    const deadline = Date.now() + timeoutMs;
     for (const obj of objects) {
       if (obj.kind === "CustomResourceDefinition") {
-        await waitEstablished(client, obj.metadata.name!, deadline, timeoutMs);
+        await waitEstablished(client, wait, obj.metadata.name!, deadline, timeoutMs);
       }
     }
     return EXIT.ok;
@@ -110,9 +127,10 @@ async function getOrUndefined(
   client: Client,
   res: Resource,
   name: string,
+  signal: AbortSignal,
 ): Promise<KubeObject | undefined> {
   try {
-    return await client.get(res, name);
+    return await client.get(res, name, { signal });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -133,12 +151,13 @@ export class CrdNotEstablishedError extends Error {
 
 async function waitEstablished(
   client: Client,
+  wait: ApiServerWait,
   name: string,
   deadline: number,
   timeoutMs: number,
 ): Promise<void> {
   for (let delay = 50;; delay = Math.min(delay * 2, 1_000)) {
-    const crd = await client.get(CustomResourceDefinition, name);
+    const crd = await wait.run((signal) => client.get(CustomResourceDefinition, name, { signal }));
     const conds = crd.status?.conditions ?? [];
     if (conds.some((c) => c.type === "Established" && c.status === "True")) return;
     const names = conds.find((c) => c.type === "NamesAccepted" && c.status === "False");

@@ -4,6 +4,12 @@
  * gracefully (in-flight reconciles finish; exit code 0). A second signal exits at once with
  * code 1.
  *
+ * Start-up (see `_startup.ts`) waits out an API server that is unreachable or not ready yet,
+ * with back-off, while `/healthz` passes and `/readyz` fails, up to `--startup-timeout`
+ * (which also bounds the first sync of the caches, like controller-runtime's
+ * `CacheSyncTimeout`). A kind that is not installed (404), refused credentials (401) and a
+ * forbidden list (403) exit 1 at once with one line naming the fix.
+ *
  * With leader election (`--leader-elect`), controllers run only while this replica holds the
  * Lease; informers run (and `/readyz` passes) on standbys too, so a takeover starts from warm
  * caches. Losing the Lease exits the process with code 1 at once — without waiting for
@@ -23,7 +29,6 @@
  *
  * @module
  */
-import { isNotFound } from "../client/api_error.ts";
 import {
   EXIT,
   type Flags,
@@ -44,10 +49,16 @@ import {
   type OperatorDefinition,
   operatorNamespace,
 } from "./_command.ts";
-import type { Client } from "../client/client.ts";
 import { type LeaderElectionEnd, leaderElector } from "../runtime/manager/leader_election.ts";
 import { createManager, type LeaderElectionContext } from "../runtime/manager/manager.ts";
 import { getLogger } from "../util/log.ts";
+import { ApiServerWait } from "./_api_server_wait.ts";
+import {
+  awaitApiServer,
+  cacheSyncDeadline,
+  type StartupError,
+  startupSetting,
+} from "./_startup.ts";
 import { serveMetrics } from "../metrics/registry.ts";
 import type { Admission } from "../webhook/admission.ts";
 import type { OperatorWebhook } from "./options.ts";
@@ -84,6 +95,14 @@ const FLAGS: readonly FlagSpec[] = [
     type: "string",
     valueName: "DURATION",
     description: "Time between attempts to acquire or renew the Lease (default: 2s)",
+  },
+  {
+    name: "startup-timeout",
+    type: "string",
+    valueName: "DURATION",
+    default: "2m",
+    description:
+      "How long start-up waits for an unreachable or starting API server and for the caches to sync",
   },
   {
     name: "watch-namespace",
@@ -142,6 +161,8 @@ export interface RunSettings {
   };
   /** How long a synced watch may be silent before `/healthz` fails. */
   watchStallTimeoutMs: number;
+  /** How long start-up waits for the API server and the first sync of the caches. */
+  startupTimeoutMs: number;
   /** Where to serve `/metrics` (`:8080`, `127.0.0.1:8080`), or undefined when disabled. */
   metricsAddress?: string;
   /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
@@ -187,6 +208,10 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
   if (!(watchStallTimeoutMs > 0)) {
     throw new UsageError(`Flag "--watch-stall-timeout" takes a positive duration`);
   }
+  const startupTimeoutMs = duration("startup-timeout", 120_000);
+  if (!(startupTimeoutMs > 0)) {
+    throw new UsageError(`Flag "--startup-timeout" takes a positive duration`);
+  }
   return {
     watchNamespaces: str("watch-namespace") ?? env("WATCH_NAMESPACE")
       ? parseList(str("watch-namespace") ?? env("WATCH_NAMESPACE"))
@@ -202,6 +227,7 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
       }
       : undefined,
     watchStallTimeoutMs,
+    startupTimeoutMs,
     metricsAddress: bindAddress(str("metrics-bind-address") ?? ":8080", "metrics-bind-address"),
     healthAddress: bindAddress(
       str("health-probe-bind-address") ?? ":8081",
@@ -225,8 +251,14 @@ export const runCommand: Command = {
   summary: "Run the controllers until SIGINT/SIGTERM",
   description:
     `Runs the operator's controllers until SIGINT or SIGTERM, then stops gracefully: in-flight
-reconciles finish and the process exits 0 (a second signal exits at once with 1). Before
-starting it checks that each controller's kind is installed and readable.
+reconciles finish and the process exits 0 (a second signal exits at once with 1).
+
+Before starting it checks that each controller's kind is installed and readable. An API
+server that is unreachable or still starting (refused connections, timeouts, 429, 5xx) is
+waited out with back-off, logged once per change, while /healthz passes and /readyz fails;
+--startup-timeout bounds that wait and the first sync of the caches, then it exits 1. A kind
+that is not installed (run "install"), refused credentials (401: the kubeconfig) and a
+forbidden list (403: the RBAC from "manifests") exit 1 at once.
 
 The operator's namespace (for the Lease) is --namespace, else POD_NAMESPACE, else
 <name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else the namespaces of
@@ -237,6 +269,15 @@ the operator (in --leader-elect-namespace, else the operator's namespace). Losin
 exits at once with 1; a graceful stop drains the controllers, then releases the Lease so a
 standby takes over within one retry period. Durations take Go's form: 15s, 500ms, 1m30s.
 
+API server outages and the Lease: the leader renews every retry period (2s) and gives up
+leading, exiting 1, when no renewal succeeded for the renew deadline (10s); a standby takes
+over once it has seen the Lease unchanged for the lease duration (15s). An outage costs the
+leader its Lease only when it outlasts the renew deadline less up to two retry periods: with
+the defaults, any outage under 6s is safe and most under 8-10s are. Standbys, and replicas
+starting meanwhile, keep waiting and campaigning through any outage. To ride out longer API
+server restarts, raise the renew deadline and the lease duration together (e.g. 30s/20s):
+a standby then takes over a dead leader that much later.
+
 /healthz fails when a watch is stalled or the Lease renewals are wedged; /readyz passes
 once the caches have synced (standbys included).`,
   flags: FLAGS,
@@ -244,7 +285,6 @@ once the caches have synced (standbys included).`,
     const settings = runSettings(ctx.def, ctx.flags);
     const metrics = operatorMetrics();
     using client = await connect(ctx, { onRequest: metrics.onRequest });
-    await preflight(client, ctx.def, settings.watchNamespaces);
 
     const stop = new AbortController();
     let signals = 0;
@@ -316,7 +356,48 @@ once the caches have synced (standbys included).`,
     });
     const served = new AbortController();
     let webhooks: RunningWebhooks | undefined;
+    // Probes and metrics are served from the first wait for the API server on, so that a
+    // kubelet sees the process alive (and not ready) meanwhile; a refusal before that
+    // (404, 401, 403) exits with its one line and nothing else.
+    const endpointsFailed = new AbortController();
+    let endpoints: Promise<void> | undefined;
+    const serveEndpoints = () =>
+      endpoints ??= (async () => {
+        if (settings.metricsAddress) {
+          const endpoint = await serveMetrics(metrics.registry, {
+            address: settings.metricsAddress,
+            signal: served.signal,
+          });
+          log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
+        }
+        if (settings.healthAddress) {
+          const endpoint = await serveProbes(probes, {
+            address: settings.healthAddress,
+            signal: served.signal,
+          });
+          log.info("Serving probes at {url}healthz and {url}readyz", { url: endpoint?.url });
+        }
+      })();
+    const startup = new ApiServerWait({
+      timeoutMs: settings.startupTimeoutMs,
+      flag: "--startup-timeout",
+      signal: AbortSignal.any([stop.signal, endpointsFailed.signal]),
+      onWaiting: (waiting) => {
+        if (waiting) serveEndpoints().catch((err) => endpointsFailed.abort(err));
+      },
+    });
+    probes.addReadyz("api-server", () => {
+      if (startup.waiting) throw new Error("Waiting for the Kubernetes API server");
+    });
+    let startupFailure: StartupError | undefined;
     try {
+      try {
+        await awaitApiServer(client, ctx.def, settings.watchNamespaces, startup);
+      } catch (err) {
+        if (stop.signal.aborted && !endpointsFailed.signal.aborted) return EXIT.ok;
+        throw err;
+      }
+      await serveEndpoints();
       if (settings.webhook) {
         // Outside a cluster (local development, tests) the server listens on loopback and
         // registers URL-based configurations, as envtest does; inside, the Service does.
@@ -339,26 +420,24 @@ once the caches have synced (standbys included).`,
           mode: local ? "registered by URL for local development" : "behind the Service",
         });
       }
-      if (settings.metricsAddress) {
-        const endpoint = await serveMetrics(metrics.registry, {
-          address: settings.metricsAddress,
-          signal: served.signal,
-        });
-        log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
-      }
-      if (settings.healthAddress) {
-        const endpoint = await serveProbes(probes, {
-          address: settings.healthAddress,
-          signal: served.signal,
-        });
-        log.info("Serving probes at {url}healthz and {url}readyz", { url: endpoint?.url });
-      }
       log.info("Starting {name} {version} with {count} controllers", {
         name: ctx.def.name,
         version: ctx.def.version,
         count: ctx.def.controllers.length,
       });
+      using _deadline = cacheSyncDeadline({
+        remainingMs: startup.remainingMs,
+        setting: startupSetting(settings.startupTimeoutMs),
+        synced: () => manager.ready(),
+        informers: () => manager.informers?.all(),
+        onExpired: (err) => {
+          if (stop.signal.aborted) return; // already shutting down
+          startupFailure = err;
+          stop.abort(err);
+        },
+      });
       await manager.start(stop.signal);
+      if (startupFailure) throw startupFailure;
       return EXIT.ok;
     } finally {
       // The manager has stopped and its controllers drained: now hand the Lease over.
@@ -370,28 +449,6 @@ once the caches have synced (standbys included).`,
     }
   },
 };
-
-/**
- * Fails fast, with the API server's one-line reason, when the cluster is unreachable, a
- * controller's kind is not installed, or it may not be listed.
- */
-async function preflight(
-  client: Client,
-  def: OperatorDefinition,
-  namespaces: string[],
-): Promise<void> {
-  for (const c of def.controllers) {
-    const where = c.resource.namespaced && namespaces.length ? namespaces : [undefined];
-    for (const namespace of where) {
-      try {
-        await client.list(c.resource, { namespace, limit: 1 });
-      } catch (err) {
-        if (isNotFound(err)) continue; // e.g. a watched namespace that does not exist yet
-        throw err;
-      }
-    }
-  }
-}
 
 /** Webhooks from `admission()` are served by the operator; others only add manifests. */
 function isAdmission(w: OperatorWebhook): w is Admission {

@@ -1,0 +1,289 @@
+// The chaos scenario of issue 20, shared by tests/chaos_test.ts (CI size) and
+// tests/chaos.ts (`deno task chaos`, full size): two replicas of the widget operator
+// (tests/fixtures/widget_operator.ts) with leader election, each restarted when it exits as
+// the kubelet restarts a container, while
+//
+//   1. Widgets are created (a few at a time, retried while the API server is away),
+//   2. at a third of them the API server restarts,
+//   3. at two thirds etcd is compacted, the leader is SIGKILLed and the API server restarts
+//      again at once, so the killed replica comes back while the API server is down,
+//   4. once the API server is back, `deletes` Widgets that had been reconciled (they carry the
+//      finalizer) are deleted while leadership is changing hands.
+//
+// Then every remaining Widget must converge (status Ready, its ConfigMap written), every
+// deleted one must be gone with its finalizer run (a "Finalizing" line in some replica's log),
+// and every exit of a replica must be the harness's SIGKILL or a Lease loss. The report gives
+// the restarts with their reasons and the measured times; nothing here asserts a duration.
+import { createClient } from "../src/client/client.ts";
+import { ApiError, ConnectionError, isAlreadyExists, isNotFound } from "../src/client/api_error.ts";
+import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import { startControlPlane } from "../testing.ts";
+import { Widget } from "./fixtures/widget_operator.ts";
+import { mapConcurrent, waitFor } from "./_helpers.ts";
+import { type Exit, SupervisedReplica } from "./_supervised_replica.ts";
+
+const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+const LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator";
+const NS = "chaos";
+
+/** Options of {@linkcode runChaos}. */
+export interface ChaosOptions {
+  /** Widgets created. */
+  objects: number;
+  /** Of those, how many are deleted once reconciled. */
+  deletes: number;
+  /** Progress lines. */
+  log?: (line: string) => void;
+  /**
+   * Extra flags for `run`, e.g. lease timings.
+   * @default [] (the defaults: lease 15s, renew deadline 10s, retry period 2s)
+   */
+  runFlags?: string[];
+}
+
+/** What {@linkcode runChaos} measured and found. */
+export interface ChaosReport {
+  objects: number;
+  deletes: number;
+  /** Exits that were followed by a restart (the final stop is not counted). */
+  restarts: Exit[];
+  /** Failed expectations; empty when the scenario passed. */
+  problems: string[];
+  /** Measured durations and counts, one per line, for the closing note. */
+  measured: string[];
+}
+
+/** Retries `fn` while the API server is away (refused connections, 5xx, 429). */
+async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let delay = 100;; delay = Math.min(delay * 2, 1_000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      const away = err instanceof ConnectionError ||
+        (err instanceof ApiError && (err.code >= 500 || err.code === 429));
+      if (!away) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/**
+ * Runs the scenario on its own control plane.
+ *
+ * @param options Sizes and a progress log.
+ * @returns The report; `problems` lists what went wrong.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const say = options.log ?? (() => {});
+  const problems: string[] = [];
+  const measured: string[] = [];
+  const measure = (line: string) => {
+    measured.push(line);
+    say(line);
+  };
+  const n = options.objects;
+  const names = Array.from({ length: n }, (_, i) => `w${i}`);
+  const doomed = names.slice(0, options.deletes);
+  const kept = names.slice(options.deletes);
+
+  await using cp = await startControlPlane();
+  using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
+  const install = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", FIXTURE, "install", "--kubeconfig", cp.kubeconfigPath],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
+  await admin.create(Namespace, { metadata: { name: NS } });
+
+  const t0 = Date.now();
+  const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+  const replicas = ["a", "b"].map((name) =>
+    new SupervisedReplica(name, cp.kubeconfigPath, options.runFlags ?? [], t0)
+  );
+  for (const r of replicas) r.start();
+  const holder = async () => (await cp.request("GET", LEASE)).body?.spec?.holderIdentity;
+  /** The replica whose running process holds the Lease. */
+  const leaderReplica = async () => {
+    const id = await holder();
+    return replicas.find((r) => r.current && !r.current.exited && r.current.identity === id);
+  };
+  try {
+    await waitFor(leaderReplica, { what: "a replica to lead", timeoutMs: 60_000 });
+    say(`${since()} ${(await leaderReplica())!.name} leads`);
+
+    // Creation, in the background, retried while the API server is away.
+    let created = 0;
+    const creating = mapConcurrent(names, 4, async (name) => {
+      await retrying(async () => {
+        try {
+          await admin.create(Widget, {
+            metadata: { name, namespace: NS },
+            spec: { size: 1 + (name.length % 3), color: "green" },
+          });
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err; // an earlier try went through
+        }
+      });
+      created++;
+    });
+    creating.catch(() => {});
+
+    const restartApiServer = async (label: string) => {
+      const started = Date.now();
+      await cp.stopApiServer();
+      const stopped = Date.now();
+      await cp.startApiServer();
+      measure(
+        `${label}: API server stopped in ${stopped - started} ms and ready again ${
+          Date.now() - stopped
+        } ms later, at ${since()} with ${created}/${n} created`,
+      );
+    };
+
+    await waitFor(() => created >= n / 3, { what: "a third created", timeoutMs: 120_000 });
+    await restartApiServer("API server restart 1");
+
+    await waitFor(() => created >= (2 * n) / 3, { what: "two thirds created", timeoutMs: 120_000 });
+    // The Widgets to delete must carry the finalizer: wait until they were reconciled.
+    await waitFor(async () => {
+      const list = await retrying(() => admin.list(Widget, { namespace: NS }));
+      const ready = new Set(
+        list.items.filter((w) => w.status?.phase === "Ready").map((w) => w.metadata.name),
+      );
+      return doomed.every((name) => ready.has(name));
+    }, { what: `the ${doomed.length} Widgets to delete to be reconciled`, timeoutMs: 300_000 });
+    const revision = await cp.compactEtcd();
+    say(`${since()} etcd compacted to revision ${revision}`);
+    // The leader may have lost the Lease in the first restart (when it outlasted the renew
+    // deadline) and be campaigning again: kill whichever process leads next.
+    const leader = await waitFor(leaderReplica, { what: "a leader to kill", timeoutMs: 120_000 });
+    const killed = leader.current;
+    killed?.kill("SIGKILL");
+    const killedAt = Date.now();
+    say(`${since()} SIGKILL to the leader ${leader.name}`);
+    await restartApiServer("API server restart 2 (right after the SIGKILL)");
+
+    // Delete them while the Lease is still the dead leader's: no replica leads until it
+    // expires, and the new leader finds them terminating.
+    await mapConcurrent(doomed, 4, (name) =>
+      retrying(async () => {
+        try {
+          await admin.delete(Widget, name, { namespace: NS });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }));
+    const holderAtDelete = await holder();
+    say(
+      `${since()} ${doomed.length} Widgets deleted; the Lease names ${
+        holderAtDelete === killed?.identity ? "the killed leader still" : "a live replica already"
+      }`,
+    );
+    await creating;
+    say(`${since()} all ${n} Widgets created`);
+
+    const newLeader = await waitFor(async () => {
+      const r = await leaderReplica();
+      return r?.current !== killed ? r : undefined;
+    }, { what: "a new leader", timeoutMs: 120_000 });
+    const acquired = newLeader.current?.logged("Acquired lease")[0]?.at;
+    if (acquired) {
+      measure(
+        `leader takeover: ${newLeader.name} acquired the Lease ${
+          acquired - killedAt
+        } ms after the SIGKILL`,
+      );
+    }
+
+    // Convergence, read from the API server.
+    let last = "";
+    const converged = async () => {
+      const widgets = (await admin.list(Widget, { namespace: NS })).items;
+      const cms = new Map(
+        (await admin.list(ConfigMap, { namespace: NS })).items.map((c) => [c.metadata.name, c]),
+      );
+      const present = new Set(widgets.map((w) => w.metadata.name));
+      const lingering = doomed.filter((name) => present.has(name));
+      const notReady = widgets.filter((w) =>
+        !doomed.includes(w.metadata.name!) &&
+        (w.status?.phase !== "Ready" ||
+          cms.get(`${w.metadata.name}-config`)?.data?.size !== String(w.spec.size))
+      );
+      const missing = kept.filter((name) => !present.has(name));
+      last =
+        `${notReady.length} not converged, ${lingering.length} deleted still present, ${missing.length} missing`;
+      return notReady.length === 0 && lingering.length === 0 && missing.length === 0;
+    };
+    try {
+      await waitFor(converged, {
+        what: "convergence",
+        timeoutMs: 180_000 + n * 200,
+        intervalMs: 500,
+      });
+      measure(
+        `converged: ${kept.length} Widgets Ready with their ConfigMaps, ${doomed.length} deleted, at ${since()}`,
+      );
+    } catch (err) {
+      problems.push(`${(err as Error).message} (${last})`);
+    }
+
+    // Every deleted Widget's finalizer ran, by some replica's log.
+    const finalized = new Set(
+      replicas.flatMap((r) => r.lines())
+        .filter((l) => typeof l.json?.msg === "string" && l.json.msg.startsWith("Finalizing "))
+        .map((l) => l.json!.key as string),
+    );
+    const unfinalized = doomed.filter((name) => !finalized.has(`${NS}/${name}`));
+    if (unfinalized.length) {
+      problems.push(
+        `${unfinalized.length} deleted Widgets were never finalized: ${unfinalized.slice(0, 5)}`,
+      );
+    }
+    measure(
+      `finalizers: ${
+        doomed.length - unfinalized.length
+      }/${doomed.length} deleted Widgets finalized`,
+    );
+
+    // Start-up waits: replicas that came up while the API server was away and waited.
+    const waited = replicas.flatMap((r) =>
+      r.instances.flatMap((inst, i) =>
+        inst.logged("The Kubernetes API server answered after").map((l) =>
+          `${r.name}#${i + 1} waited ${l.json?.waitedMs} ms`
+        )
+      )
+    );
+    measure(`start-up waits for the API server: ${waited.length ? waited.join(", ") : "none"}`);
+  } finally {
+    for (const r of replicas) {
+      const code = await r.stop();
+      if (code !== 0) problems.push(`replica ${r.name} exited ${code} on SIGTERM at the end`);
+    }
+  }
+
+  const restarts = replicas.flatMap((r) => r.exits).sort((x, y) => x.atMs - y.atMs);
+  if (problems.length) {
+    for (const r of replicas) {
+      r.instances.forEach((inst, i) =>
+        say(
+          `--- ${r.name}#${i + 1} (last lines)\n${
+            inst.lines.slice(-12).map((l) => l.raw).join("\n")
+          }`,
+        )
+      );
+    }
+  }
+  for (const e of restarts.filter((e) => !e.expected)) {
+    problems.push(`replica ${e.replica} (instance ${e.instance}) ${e.reason}`);
+  }
+  measure(
+    `restarts: ${restarts.length} (${
+      restarts.map((e) =>
+        `${e.replica}#${e.instance} at ${(e.atMs / 1000).toFixed(1)}s: ${e.reason}`
+      )
+        .join("; ") || "none"
+    })`,
+  );
+  return { objects: n, deletes: options.deletes, restarts, problems, measured };
+}

@@ -1,0 +1,203 @@
+// A replica of the widget operator (tests/fixtures/widget_operator.ts) as a Deployment's pod runs
+// it: the process restarted whenever it exits, with the kubelet's back-off, and every exit
+// recorded with its reason. Used by the chaos scenario (tests/_chaos.ts).
+const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+
+// deno-lint-ignore no-explicit-any
+type Json = Record<string, any>;
+
+/** Why a replica's process ended, and when (ms since the scenario started). */
+export interface Exit {
+  replica: string;
+  instance: number;
+  atMs: number;
+  code: number;
+  signal: Deno.Signal | null;
+  reason: string;
+  /** One of the reasons the scenario allows: the harness's SIGKILL or a Lease loss. */
+  expected: boolean;
+}
+
+/** One process of a replica, with its stderr log lines (JSON) collected as they come. */
+export class Instance {
+  readonly lines: { raw: string; json?: Json; at: number }[] = [];
+  readonly proc: Deno.ChildProcess;
+  readonly status: Promise<Deno.CommandStatus>;
+  readonly read: Promise<void>;
+  readonly startedAt = Date.now();
+  killedWith: Deno.Signal | undefined;
+  exited = false;
+
+  constructor(readonly probesPort: number, args: string[], env: Record<string, string>) {
+    this.proc = new Deno.Command(Deno.execPath(), {
+      args,
+      env,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    this.status = this.proc.status.then((s) => {
+      this.exited = true;
+      return s;
+    });
+    this.read = this.#collect();
+  }
+
+  async #collect(): Promise<void> {
+    let rest = "";
+    for await (const chunk of this.proc.stderr.pipeThrough(new TextDecoderStream())) {
+      const parts = (rest + chunk).split("\n");
+      rest = parts.pop()!;
+      for (const raw of parts) {
+        if (!raw.trim()) continue;
+        let json: Json | undefined;
+        try {
+          json = JSON.parse(raw);
+        } catch { /* the exit line is plain text */ }
+        this.lines.push({ raw, json, at: Date.now() });
+      }
+    }
+    if (rest.trim()) this.lines.push({ raw: rest, at: Date.now() });
+  }
+
+  logged(prefix: string) {
+    return this.lines.filter((l) =>
+      typeof l.json?.msg === "string" && l.json.msg.startsWith(prefix)
+    );
+  }
+
+  /** The leader-election identity, from its first log line about the Lease. */
+  get identity(): string | undefined {
+    return this.logged("Attempting to acquire lease")[0]?.json?.identity;
+  }
+
+  kill(signal: Deno.Signal): void {
+    this.killedWith = signal;
+    try {
+      this.proc.kill(signal);
+    } catch { /* exited already */ }
+  }
+
+  async readyz(): Promise<number> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.probesPort}/readyz`);
+      await res.body?.cancel();
+      return res.status;
+    } catch {
+      return 0;
+    }
+  }
+}
+
+/**
+ * A replica as a Deployment's pod runs it: its container restarted whenever it exits, with
+ * the kubelet's doubling back-off (scaled down: 1 s doubling to 8 s, reset after 10 s up).
+ */
+export class SupervisedReplica {
+  readonly instances: Instance[] = [];
+  readonly exits: Exit[] = [];
+  #stopping = false;
+  #loop: Promise<void> | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly kubeconfig: string,
+    readonly flags: string[],
+    readonly t0: number,
+  ) {}
+
+  get current(): Instance | undefined {
+    return this.instances.at(-1);
+  }
+
+  start(): void {
+    this.#loop = this.#supervise();
+  }
+
+  async #supervise(): Promise<void> {
+    let quickExits = 0;
+    while (!this.#stopping) {
+      const port = freePort();
+      const inst = new Instance(port, [
+        "run",
+        "-A",
+        "--quiet",
+        FIXTURE,
+        "run",
+        "--kubeconfig",
+        this.kubeconfig,
+        "--leader-elect",
+        "--leader-elect-namespace=default",
+        "--metrics-bind-address=0",
+        `--health-probe-bind-address=127.0.0.1:${port}`,
+        ...this.flags,
+      ], {
+        NO_COLOR: "1",
+        KUBECONFIG: "/nonexistent",
+        POD_NAMESPACE: "",
+        WATCH_NAMESPACE: "",
+        WIDGET_FIELD_MANAGER: `widget-${this.name}`,
+      });
+      this.instances.push(inst);
+      const status = await inst.status;
+      await inst.read;
+      if (this.#stopping) return;
+      this.exits.push(classify(this.name, this.instances.length, inst, status, this.t0));
+      quickExits = Date.now() - inst.startedAt < 10_000 ? quickExits + 1 : 0;
+      const backoff = Math.min(1_000 * 2 ** Math.max(0, quickExits - 1), 8_000);
+      await new Promise((r) => setTimeout(r, backoff));
+    }
+  }
+
+  /** Stops supervising and the current process (SIGTERM); resolves with its exit code. */
+  async stop(): Promise<number | undefined> {
+    this.#stopping = true;
+    const inst = this.current?.exited ? undefined : this.current;
+    inst?.kill("SIGTERM");
+    const code = (await inst?.status)?.code;
+    await this.#loop;
+    return code;
+  }
+
+  /** Every log line of every instance. */
+  lines() {
+    return this.instances.flatMap((i) => i.lines);
+  }
+}
+
+function classify(
+  replica: string,
+  instance: number,
+  inst: Instance,
+  status: Deno.CommandStatus,
+  t0: number,
+): Exit {
+  const base = {
+    replica,
+    instance,
+    atMs: Date.now() - t0,
+    code: status.code,
+    signal: status.signal,
+  };
+  if (inst.killedWith === "SIGKILL" && status.signal === "SIGKILL") {
+    return { ...base, reason: "SIGKILL sent by the harness (the leader killed)", expected: true };
+  }
+  const lost = inst.lines.find((l) => /Lost the Lease/.test(l.raw));
+  if (status.code === 1 && lost) {
+    const why = inst.logged("Lost lease")[0]?.json?.msg ?? lost.raw;
+    return { ...base, reason: `Lease lost: ${why}`, expected: true };
+  }
+  const last = inst.lines.at(-1)?.raw ?? "(no output)";
+  return {
+    ...base,
+    reason: `unexpected exit (code ${status.code}, signal ${status.signal}): ${last}`,
+    expected: false,
+  };
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = l.addr.port;
+  l.close();
+  return port;
+}

@@ -1,0 +1,15 @@
+// Issue 20's chaos scenario at CI size (tests/_chaos.ts has the script; `deno task chaos` runs
+// it at full size): two supervised replicas through two API server restarts, an etcd
+// compaction, a SIGKILL of the leader and deletions. Every Widget converges, every deleted
+// one is finalized, and a replica exits only for the SIGKILL or a Lease loss.
+import assert from "node:assert/strict";
+import { runChaos } from "./_chaos.ts";
+
+Deno.test("two supervised replicas ride out API server restarts, compaction and a SIGKILL", async () => {
+  const report = await runChaos({ objects: 180, deletes: 30, log: (l) => console.log(l) });
+  console.log(`\nMeasured:\n  ${report.measured.join("\n  ")}`);
+  assert.deepEqual(report.problems, []);
+  // The SIGKILL is one restart; whatever else restarted was a Lease loss (checked above).
+  const killed = report.restarts.filter((e) => e.reason.startsWith("SIGKILL"));
+  assert.equal(killed.length, 1, JSON.stringify(report.restarts));
+});
