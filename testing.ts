@@ -35,6 +35,7 @@ export {
   type ControlPlaneOptions,
   type KubectlResult,
   startControlPlane,
+  type StaticToken,
 } from "./src/testing/control_plane.ts";
 export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/testing/assets.ts";
 export { FakeClock } from "./src/testing/fake_clock.ts";

@@ -6,7 +6,8 @@
  * @module
  */
 import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
-import type { ClusterAccess } from "./kubeconfig.ts";
+import type { ClusterAccess, Credentials } from "./kubeconfig.ts";
+import { type SniRelay, startSniRelay } from "./_sni_relay.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -55,13 +56,23 @@ export class Transport {
   #access: ClusterAccess;
   #options: TransportOptions;
   #host: string;
+  /** Where requests go: the server, or with `tls-server-name` that name at the server's port. */
+  #base: string;
+  #relay: SniRelay | undefined;
   #clients = new Map<string, Deno.HttpClient>();
   #closed = false;
 
   constructor(access: ClusterAccess, options: TransportOptions) {
     this.#access = access;
     this.#options = options;
-    this.#host = new URL(access.server).host;
+    const url = new URL(access.server);
+    this.#host = url.host;
+    this.#base = access.server;
+    if (access.tlsServerName) {
+      const target = new URL(access.server);
+      target.hostname = access.tlsServerName;
+      this.#base = target.href.replace(/\/+$/, "");
+    }
   }
 
   /** The API server's base URL. */
@@ -74,6 +85,8 @@ export class Transport {
     this.#closed = true;
     for (const c of this.#clients.values()) c.close();
     this.#clients.clear();
+    this.#relay?.close();
+    this.#relay = undefined;
   }
 
   /**
@@ -95,7 +108,7 @@ export class Transport {
       client = Deno.createHttpClient({
         caCerts: this.#access.caCerts.length ? this.#access.caCerts : undefined,
         ...(cert && key ? { cert, key } : {}),
-        ...(this.#access.proxy ? { proxy: { url: this.#access.proxy } } : {}),
+        ...(this.#proxy() ? { proxy: { url: this.#proxy()! } } : {}),
       });
       // Exec plugins may rotate client certificates; old clients stay open for the
       // streams still using them (one per rotation, closed with the transport).
@@ -104,8 +117,20 @@ export class Transport {
     return client;
   }
 
+  #proxy(): string | undefined {
+    if (!this.#access.tlsServerName) return this.#access.proxy;
+    if (!this.#relay) {
+      const url = new URL(this.#access.server);
+      const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+      this.#relay = startSniRelay(url.hostname.replace(/^\[|\]$/g, ""), port);
+    }
+    return this.#relay.url;
+  }
+
   /**
-   * Sends one request and returns the response when it is 2xx.
+   * Sends one request and returns the response when it is 2xx. After a 401 it asks the
+   * credential source to refresh (re-read a token file, re-run an exec plugin) and, when that
+   * gave different credentials, sends the request once more.
    *
    * @throws {ApiError} For a non-2xx response (its body is consumed).
    * @throws {ConnectionError} When no response arrived or the deadline passed.
@@ -113,6 +138,16 @@ export class Transport {
    */
   async send(spec: RequestSpec): Promise<Response> {
     const creds = await this.#access.credentials();
+    try {
+      return await this.#send(spec, creds);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 401) || !this.#access.invalidate) throw e;
+      if (spec.signal?.aborted || !(await this.#access.invalidate(creds))) throw e;
+    }
+    return await this.#send(spec, await this.#access.credentials());
+  }
+
+  async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
     const headers: Record<string, string> = {
       ...creds.headers,
       "Accept": "application/json",
@@ -130,7 +165,7 @@ export class Transport {
     const started = performance.now();
     let res: Response;
     try {
-      res = await fetch(this.#access.server + spec.path, {
+      res = await fetch(this.#base + spec.path, {
         method: spec.method,
         headers,
         body,

@@ -3,8 +3,8 @@
  * and custom resources alike), server-side apply, the `status` subresource, paged lists and
  * the raw watch stream the watch layer builds on.
  *
- * It authenticates through the kubeconfig adapter (`@kubernetes/client-node`'s auth
- * machinery) and talks HTTP with Deno's own `fetch`.
+ * It authenticates with what the kubeconfig (or the in-cluster service account) names, read
+ * natively by `kubeconfig.ts`, and talks HTTP with Deno's own `fetch`.
  *
  * Errors: {@link ApiError} for every non-2xx answer, {@link ConnectionError} when the server
  * cannot be reached, {@link KubeconfigError} when the configuration is unusable.

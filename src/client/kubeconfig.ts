@@ -1,16 +1,23 @@
 /**
- * Where the API server is and how to authenticate to it: the one adapter around
- * `@kubernetes/client-node`'s `KubeConfig`. It finds a kubeconfig (an explicit path,
- * `KUBECONFIG`, `~/.kube/config`, or the in-cluster service account), selects a context and
- * turns it into what an HTTP client needs: the server URL, CA certificates, and per-request
- * credentials (bearer tokens, client certificates, exec plugins, OIDC), refreshed by
- * client-node's authenticators. No client-node type leaves this file.
+ * Where the API server is and how to authenticate to it, read natively the way kubectl and
+ * client-go read it: a kubeconfig file (an explicit path, the `KUBECONFIG` list merged,
+ * `~/.kube/config`) or the in-cluster service account; one context; the server URL, CA
+ * certificates, `proxy-url` and `tls-server-name`; and per-request credentials — client
+ * certificates (files or inline data), bearer tokens, token files re-read as they rotate,
+ * exec credential plugins cached until they expire, basic auth and impersonation.
+ *
+ * Only auth-provider plugins (`oidc`…) go through `@kubernetes/client-node`, imported when a
+ * kubeconfig user names one; otherwise client-node is never loaded.
  *
  * @module
  */
 import { firstLine } from "../util/cli_io.ts";
-import process from "node:process";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { type Clock, realClock } from "../util/clock.ts";
+import { type Credentials, credentialSource } from "./_credentials.ts";
+import { execConfigProblem } from "./_exec_plugin.ts";
+import { findKubeconfig, KubeconfigProblem } from "./_kubeconfig_file.ts";
+
+export type { Credentials };
 
 /** Options for {@link loadKubeconfig}. */
 export interface KubeconfigOptions {
@@ -24,16 +31,12 @@ export interface KubeconfigOptions {
    * @default the kubeconfig's `current-context`
    */
   context?: string;
-}
-
-/** Credentials for one request. Tokens may change between calls; fetch them per request. */
-export interface Credentials {
-  /** Headers to send, e.g. `Authorization` and `Impersonate-User`. */
-  headers: Record<string, string>;
-  /** PEM client certificate (chain), for mutual TLS. */
-  cert?: string;
-  /** PEM private key of `cert`. */
-  key?: string;
+  /**
+   * The time source for credential caching: token and certificate files are read again a
+   * minute after the last read, exec plugin credentials are kept until they expire.
+   * @default realClock
+   */
+  clock?: Clock;
 }
 
 /** A resolved connection to one API server, as a kubeconfig context describes it. */
@@ -50,6 +53,11 @@ export interface ClusterAccess {
   readonly caCerts: string[];
   /** Proxy URL from the cluster's `proxy-url`, if any. */
   readonly proxy?: string;
+  /**
+   * The name to verify the server's certificate against (and send as SNI) instead of the
+   * server URL's host: the cluster's `tls-server-name`.
+   */
+  readonly tlsServerName?: string;
   /** True when the cluster sets `insecure-skip-tls-verify`. */
   readonly insecureSkipTlsVerify: boolean;
   /**
@@ -57,6 +65,17 @@ export interface ClusterAccess {
    * @throws {KubeconfigError} When an exec plugin or auth provider fails.
    */
   credentials(): Promise<Credentials>;
+  /**
+   * Tells the source that the API server answered 401 Unauthorized to a request sent with
+   * `used`. Token and certificate files are read again and an exec plugin runs again (unless
+   * another request already replaced that credential).
+   *
+   * @param used The credentials the rejected request carried.
+   * @returns True when the next {@link ClusterAccess.credentials} differ from `used`, so the
+   * request is worth sending once more.
+   * @throws {KubeconfigError} When an exec plugin fails.
+   */
+  invalidate?(used: Credentials): Promise<boolean>;
 }
 
 /**
@@ -90,47 +109,25 @@ export class KubeconfigError extends Error {
   }
 }
 
-type ClientNode = typeof import("@kubernetes/client-node");
-let clientNode: Promise<ClientNode> | undefined;
-
-/**
- * Imports client-node once, dropping Node's `punycode` deprecation warning (DEP0040) while it
- * loads: it is printed under Deno when a dependency requires the `punycode` built-in (client-node
- * 1.x did, through node-fetch → whatwg-url → tr46) and says nothing actionable to kubeno's users.
- * Only that warning and only during the import is suppressed.
- */
-function importClientNode(): Promise<ClientNode> {
-  clientNode ??= (async () => {
-    const original = process.emitWarning;
-    process.emitWarning = function (this: unknown, warning: unknown, ...rest: unknown[]) {
-      const text = String(warning);
-      const code = rest.find((r) => typeof r === "string" && r.startsWith("DEP")) ??
-        (rest[0] as { code?: string } | undefined)?.code;
-      if (code === "DEP0040" || text.includes("`punycode` module is deprecated")) return;
-      return (original as (...a: unknown[]) => void).call(process, warning, ...rest);
-    } as typeof process.emitWarning;
-    try {
-      return await import("@kubernetes/client-node");
-    } finally {
-      process.emitWarning = original;
-    }
-  })();
-  return clientNode;
-}
-
-const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-
 /**
  * Finds and reads a kubeconfig and resolves one context into a {@link ClusterAccess}.
  *
  * Lookup order: `options.kubeconfig`; the files listed in `KUBECONFIG` (merged, the first one
  * wins on conflicts, as kubectl does); `~/.kube/config`; the in-cluster service account
- * (`KUBERNETES_SERVICE_HOST` and its token file).
+ * (`KUBERNETES_SERVICE_HOST` and its token file). Relative file names in a kubeconfig are
+ * relative to the file that holds them.
  *
- * @param options Path and context.
+ * Credentials, as client-go handles them: client certificates (`client-certificate(-data)`,
+ * `client-key(-data)`), `token`, `tokenFile` (and the in-cluster token), re-read a minute
+ * after the last read and after a 401; `exec` plugins (`client.authentication.k8s.io/v1` and
+ * `v1beta1`), run once and cached until their `expirationTimestamp`, run again after a 401;
+ * basic auth; `as`/`as-uid` impersonation; `auth-provider` through `@kubernetes/client-node`,
+ * loaded only for it.
+ *
+ * @param options Path, context and clock.
  * @returns The server, CA and credential source of the selected context.
- * @throws {KubeconfigError} When no configuration is found, the file is malformed, or the
- * context, its cluster or its user does not exist.
+ * @throws {KubeconfigError} When no configuration is found, the file is malformed, the
+ * context, its cluster or its user does not exist, or a referenced file cannot be read.
  *
  * @example Load a kubeconfig file
  * ```ts
@@ -151,169 +148,86 @@ const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
  * ```
  */
 export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<ClusterAccess> {
-  const k8s = await importClientNode();
-  const kc = new k8s.KubeConfig();
-  const source = readConfig(k8s, kc, options.kubeconfig);
-  if (options.context !== undefined) {
-    if (!kc.getContextObject(options.context)) {
-      const known = kc.getContexts().map((c) => `"${c.name}"`).join(", ") || "none";
-      throw new KubeconfigError(
-        source,
-        `context "${options.context}" does not exist (contexts: ${known})`,
-      );
+  let data;
+  try {
+    data = findKubeconfig(options.kubeconfig);
+  } catch (e) {
+    if (e instanceof KubeconfigProblem) {
+      throw new KubeconfigError(e.path, e.problem, { cause: e.cause });
     }
-    kc.setCurrentContext(options.context);
+    throw e;
   }
-  const contextName = kc.getCurrentContext();
-  if (!contextName) {
-    throw new KubeconfigError(source, "no current-context is set; pass a context");
+  const source = data.source;
+  const fail = (problem: string, cause?: unknown): never => {
+    throw new KubeconfigError(source, problem, cause === undefined ? undefined : { cause });
+  };
+  const contextName = options.context ?? data.currentContext;
+  if (options.context !== undefined && !data.contexts.has(options.context)) {
+    const known = [...data.contexts.keys()].map((c) => `"${c}"`).join(", ") || "none";
+    fail(`context "${options.context}" does not exist (contexts: ${known})`);
   }
-  const ctx = kc.getContextObject(contextName);
-  if (!ctx) throw new KubeconfigError(source, `current-context "${contextName}" does not exist`);
-  const cluster = kc.getCluster(ctx.cluster);
+  if (!contextName) return fail("no current-context is set; pass a context");
+  const ctx = data.contexts.get(contextName);
+  if (!ctx) return fail(`current-context "${contextName}" does not exist`);
+  const cluster = ctx.cluster === undefined ? undefined : data.clusters.get(ctx.cluster);
   if (!cluster) {
-    throw new KubeconfigError(
-      source,
-      `cluster "${ctx.cluster}" of context "${contextName}" does not exist`,
-    );
+    return fail(`cluster "${ctx.cluster ?? ""}" of context "${contextName}" does not exist`);
   }
-  if (!cluster.server) {
-    throw new KubeconfigError(source, `cluster "${cluster.name}" has no server`);
-  }
+  if (!cluster.server) return fail(`cluster "${ctx.cluster}" has no server`);
   let server: string;
   try {
     server = new URL(cluster.server).href.replace(/\/+$/, "");
   } catch {
-    throw new KubeconfigError(source, `server "${cluster.server}" is not a valid URL`);
+    return fail(`server "${cluster.server}" is not a valid URL`);
   }
-  if (ctx.user && !kc.getUser(ctx.user)) {
-    throw new KubeconfigError(
-      source,
-      `user "${ctx.user}" of context "${contextName}" does not exist`,
-    );
+  const user = ctx.user ? data.users.get(ctx.user) : {};
+  if (!user) return fail(`user "${ctx.user}" of context "${contextName}" does not exist`);
+  const tlsServerName = cluster["tls-server-name"] || undefined;
+  const proxy = cluster["proxy-url"] || undefined;
+  if (tlsServerName && proxy) {
+    fail("tls-server-name together with proxy-url is not supported (Deno's fetch); drop one");
   }
-  const user = kc.getCurrentUser();
-  const dynamic = Boolean(user?.exec || user?.authProvider);
-  const first = await resolveCredentials(kc, source, user?.name);
-  // From the cluster itself: client-node applies the CA only when the context names a user.
-  const ca = readCa(source, cluster.caData, cluster.caFile) ?? first.ca;
-  checkTlsData(source, ca, first.credentials);
+  const ca = readCa(
+    source,
+    cluster["certificate-authority-data"],
+    cluster["certificate-authority"],
+  );
+  const who = ctx.user ? `credentials of user "${ctx.user}"` : "credentials";
+  const execProblem = user.exec && execConfigProblem(user.exec);
+  if (execProblem) fail(`cannot obtain ${who}: ${execProblem}`);
+  let creds;
+  try {
+    creds = await credentialSource(user, {
+      cluster,
+      caPem: ca,
+      clock: options.clock ?? realClock,
+      raw: data.raw,
+      context: contextName,
+    });
+  } catch (e) {
+    return fail(`cannot obtain ${who}: ${firstLine(e)}`, e);
+  }
+  const first = creds.dynamic && (user.exec || user["auth-provider"])
+    ? undefined
+    : await creds.credentials();
+  checkTlsData(source, ca, first);
+  const wrap = (e: unknown) =>
+    e instanceof KubeconfigError
+      ? e
+      : new KubeconfigError(source, `cannot obtain ${who}: ${firstLine(e)}`, { cause: e });
   return {
     server,
     namespace: ctx.namespace || "default",
     context: contextName,
     source,
     caCerts: ca ? [ca] : [],
-    proxy: cluster.proxyUrl,
-    insecureSkipTlsVerify: cluster.skipTLSVerify === true,
-    credentials: dynamic
-      ? async () => (await resolveCredentials(kc, source, user?.name)).credentials
-      : () => Promise.resolve(first.credentials),
-  };
-}
-
-/** Loads the configuration into `kc` and returns where it came from. */
-function readConfig(k8s: ClientNode, kc: KubeConfig, explicit: string | undefined): string {
-  if (explicit !== undefined) {
-    loadFile(kc, explicit, "does not exist");
-    return explicit;
-  }
-  const env = Deno.env.get("KUBECONFIG");
-  if (env) {
-    const sep = Deno.build.os === "windows" ? ";" : ":";
-    const files = env.split(sep).filter((f) => f && exists(f));
-    if (files.length === 0) {
-      throw new KubeconfigError(env, "KUBECONFIG names no existing file");
-    }
-    loadFile(kc, files[0], "does not exist");
-    for (const f of files.slice(1)) {
-      const extra = new k8s.KubeConfig();
-      loadFile(extra, f, "does not exist");
-      try {
-        kc.mergeConfig(extra, true);
-      } catch (e) {
-        throw new KubeconfigError(f, firstLine(e));
-      }
-    }
-    return files.join(sep);
-  }
-  const home = Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE");
-  const defaultPath = home ? `${home}/.kube/config` : undefined;
-  if (defaultPath && exists(defaultPath)) {
-    loadFile(kc, defaultPath, "does not exist");
-    return defaultPath;
-  }
-  if (Deno.env.get("KUBERNETES_SERVICE_HOST") && exists(`${SA_DIR}/token`)) {
-    try {
-      kc.loadFromCluster();
-    } catch (e) {
-      throw new KubeconfigError("in-cluster", firstLine(e));
-    }
-    return "in-cluster";
-  }
-  throw new KubeconfigError(
-    defaultPath ?? "~/.kube/config",
-    "no kubeconfig found; set KUBECONFIG, pass a kubeconfig path, or run inside a cluster",
-  );
-}
-
-function loadFile(kc: KubeConfig, path: string, missing: string): void {
-  if (!exists(path)) throw new KubeconfigError(path, `file ${missing}`);
-  try {
-    kc.loadFromFile(path, { onInvalidEntry: "throw" });
-  } catch (e) {
-    throw new KubeconfigError(path, firstLine(e), { cause: e });
-  }
-  if (!kc.getContexts().length && !kc.getClusters().length) {
-    throw new KubeconfigError(path, "it defines no clusters and no contexts");
-  }
-}
-
-interface Resolved {
-  ca?: string;
-  credentials: Credentials;
-}
-
-const decoder = new TextDecoder();
-
-function pem(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === "string") return value;
-  if (value instanceof Uint8Array) return decoder.decode(value);
-  return String(value);
-}
-
-/** Runs client-node's authenticators (static, file, exec, OIDC) for the current user. */
-async function resolveCredentials(
-  kc: KubeConfig,
-  source: string,
-  userName: string | undefined,
-): Promise<Resolved> {
-  const opts: {
-    headers?: Record<string, unknown>;
-    ca?: unknown;
-    cert?: unknown;
-    key?: unknown;
-    auth?: string;
-  } = {};
-  try {
-    await kc.applyToHTTPSOptions(opts as Parameters<KubeConfig["applyToHTTPSOptions"]>[0]);
-  } catch (e) {
-    const who = userName ? `credentials of user "${userName}"` : "credentials";
-    throw new KubeconfigError(source, `cannot obtain ${who}: ${firstLine(e)}`, { cause: e });
-  }
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(opts.headers ?? {})) {
-    if (v !== undefined && v !== null) headers[k] = String(v);
-  }
-  if (opts.auth && !headers.Authorization) {
-    headers.Authorization = `Basic ${
-      btoa(String.fromCharCode(...new TextEncoder().encode(opts.auth)))
-    }`;
-  }
-  return {
-    ca: pem(opts.ca),
-    credentials: { headers, cert: pem(opts.cert), key: pem(opts.key) },
+    proxy,
+    tlsServerName,
+    insecureSkipTlsVerify: cluster["insecure-skip-tls-verify"] === true,
+    credentials: creds.dynamic
+      ? () => creds.credentials().catch((e) => Promise.reject(wrap(e)))
+      : creds.credentials,
+    invalidate: (used) => creds.invalidate(used).catch((e) => Promise.reject(wrap(e))),
   };
 }
 
@@ -334,15 +248,17 @@ function readCa(
   }
   if (!data) return undefined;
   try {
-    return decoder.decode(Uint8Array.from(atob(data.replace(/\s+/g, "")), (c) => c.charCodeAt(0)));
+    return new TextDecoder().decode(
+      Uint8Array.from(atob(data.replace(/\s+/g, "")), (c) => c.charCodeAt(0)),
+    );
   } catch {
     throw new KubeconfigError(source, "certificate-authority-data is not valid base64");
   }
 }
 
 /** Reports unusable CA or client certificate data now, naming the file, not on first use. */
-function checkTlsData(source: string, ca: string | undefined, creds: Credentials): void {
-  const { cert, key } = creds;
+function checkTlsData(source: string, ca: string | undefined, creds: Credentials | undefined) {
+  const { cert, key } = creds ?? {};
   try {
     Deno.createHttpClient({
       caCerts: ca ? [ca] : undefined,
@@ -350,20 +266,5 @@ function checkTlsData(source: string, ca: string | undefined, creds: Credentials
     }).close();
   } catch (e) {
     throw new KubeconfigError(source, `unusable certificate data: ${firstLine(e)}`, { cause: e });
-  }
-}
-
-function exists(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch (err) {
-    // A compiled operator runs with exact permissions: say so instead of "does not exist".
-    if (err instanceof Deno.errors.NotCapable) {
-      throw new KubeconfigError(
-        path,
-        `this program may not read it; grant --allow-read=${path} (or run inside the cluster)`,
-      );
-    }
-    return false;
   }
 }

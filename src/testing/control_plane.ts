@@ -28,6 +28,13 @@ export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. `["--watch-cache=false"]`. */
   apiServerFlags?: string[];
   /**
+   * Static bearer tokens the API server accepts, written to its `--token-auth-file`: for
+   * tests of token authentication. Users get no RBAC permissions unless their groups do
+   * (`system:masters` has them all).
+   * @default []
+   */
+  tokens?: StaticToken[];
+  /**
    * Where progress lines go (building binaries, start-up).
    * @default writes to stderr only while binaries are being built
    */
@@ -37,6 +44,24 @@ export interface ControlPlaneOptions {
    * @default 60_000
    */
   timeoutMs?: number;
+}
+
+/** A static bearer token and the user it authenticates as (one `--token-auth-file` line). */
+export interface StaticToken {
+  /** The bearer token. */
+  token: string;
+  /** The user name it authenticates as. */
+  user: string;
+  /**
+   * The user's UID.
+   * @default the user name
+   */
+  uid?: string;
+  /**
+   * The user's groups.
+   * @default []
+   */
+  groups?: string[];
 }
 
 /** Thrown when a control-plane component cannot start; the message includes its log tail. */
@@ -357,6 +382,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       "sa.key": sa.keyPem,
       "sa.pub": sa.publicKeyPem,
     };
+    const tokenFlags: string[] = [];
+    if (options.tokens?.length) {
+      const csv = (v: string) => `"${v.replaceAll('"', '""')}"`;
+      files["tokens.csv"] = options.tokens.map((t) =>
+        [t.token, t.user, t.uid ?? t.user, (t.groups ?? []).join(",")].map(csv).join(",")
+      ).join("\n") + "\n";
+      tokenFlags.push(`--token-auth-file=${dir}/tokens.csv`);
+    }
     for (const [f, c] of Object.entries(files)) await Deno.writeTextFile(`${dir}/${f}`, c);
 
     for (let attempt = 1;; attempt++) {
@@ -372,7 +405,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         assets,
         reap,
         timeoutMs,
-        apiArgs: apiServerArgs(dir, etcdUrl, apiPort, options.apiServerFlags ?? []),
+        apiArgs: apiServerArgs(dir, etcdUrl, apiPort, [
+          ...tokenFlags,
+          ...(options.apiServerFlags ?? []),
+        ]),
       });
       await Deno.writeTextFile(
         cp.kubeconfigPath,
