@@ -7,8 +7,15 @@
  * ```sh
  * deno run -A examples/myapp.ts install     # apply the CRD, wait until it is Established
  * deno run -A examples/myapp.ts             # run the operator against the current kubeconfig
+ * kubectl apply -f examples/myapp-sample.yaml                   # a Myapp; its phase: Running
  * deno run -A examples/myapp.ts manifests   # everything needed to deploy it into a cluster
+ * deno run -A examples/myapp.ts manifests | kubectl apply -f -  # deploy it
  * ```
+ *
+ * A local run (`run`, the default, with `--kubeconfig` or the current context) needs no
+ * namespace of its own: it serves the webhooks on 127.0.0.1:9443 with an in-memory
+ * certificate, points the webhook configurations at itself until Ctrl-C, and then hands them
+ * back as `install` or the deployed manifests wrote them.
  *
  * @module
  */

@@ -215,6 +215,7 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       "--namespace",
       NS,
       "--leader-elect",
+      "--metrics-secure=false",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--health-probe-bind-address=0",
     ]).spawn();

@@ -66,6 +66,7 @@ class OperatorProcess implements AsyncDisposable {
         "run",
         "--kubeconfig",
         kubeconfig,
+        "--metrics-secure=false",
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${probesPort}`,
         ...args,

@@ -41,10 +41,17 @@ export interface OperatorManifestsInit {
    */
   rules?: readonly PolicyRule[];
   /**
-   * Port of `/metrics`.
-   * @default 8080
+   * Port of `/metrics`, served over HTTPS to callers the API server authenticates and
+   * authorizes (kubebuilder v4's secure metrics).
+   * @default 8443
    */
   metricsPort?: number;
+  /**
+   * The leader's renew deadline, which also bounds how long releasing the Lease may take
+   * on shutdown; the pod's grace period makes room for it.
+   * @default 10_000
+   */
+  renewDeadlineMs?: number;
   /**
    * Port of `/healthz` and `/readyz`.
    * @default 8081
@@ -71,6 +78,31 @@ export interface OperatorManifests {
   all: KubeObject[];
 }
 
+/** The drain deadline for in-flight reconciles that the generated Deployment passes to `run`. */
+export const GRACEFUL_SHUTDOWN_MS = 15_000;
+
+/** What a stop needs besides the drain and the Lease release: closing the servers. */
+const SHUTDOWN_MARGIN_MS = 5_000;
+
+/**
+ * The pod's `terminationGracePeriodSeconds`: room for the drain (`--graceful-shutdown-timeout`),
+ * then for releasing the Lease (bounded by the renew deadline) and closing the servers, so
+ * that the kubelet's SIGKILL never lands before the Lease is handed over.
+ *
+ * @param shutdownMs The drain deadline.
+ * @param renewDeadlineMs The leader's renew deadline.
+ * @returns Whole seconds.
+ *
+ * @example The defaults
+ * ```ts
+ * import { terminationGracePeriodSeconds } from "./manifests.ts";
+ * if (terminationGracePeriodSeconds(15_000, 10_000) !== 30) throw new Error();
+ * ```
+ */
+export function terminationGracePeriodSeconds(shutdownMs: number, renewDeadlineMs: number): number {
+  return Math.ceil((shutdownMs + renewDeadlineMs + SHUTDOWN_MARGIN_MS) / 1_000);
+}
+
 const APPLY_ORDER = [
   "CustomResourceDefinition",
   "Namespace",
@@ -90,7 +122,13 @@ const APPLY_ORDER = [
  * RoleBinding for the leader-election Lease in the operator's namespace. The Deployment runs
  * `run --leader-elect` as a non-root user with a read-only root filesystem, no privilege
  * escalation, all capabilities dropped and the runtime's default seccomp profile, probes
- * `/healthz` and `/readyz`, and gets `POD_NAMESPACE` from the downward API.
+ * `/healthz` and `/readyz`, and gets `POD_NAMESPACE` from the downward API. Its grace period
+ * covers the drain deadline it passes (`--graceful-shutdown-timeout`) plus the Lease release.
+ *
+ * `/metrics` is served as kubebuilder v4 scaffolds it: HTTPS on 8443 behind a `<name>-metrics`
+ * Service, the operator allowed to create TokenReviews and SubjectAccessReviews
+ * (`<name>-metrics-auth`), and a `<name>-metrics-reader` ClusterRole (`get /metrics`) to bind
+ * to the scraper's ServiceAccount.
  *
  * @param init The operator's definitions and deployment settings.
  * @returns The objects, by file and in apply order.
@@ -109,7 +147,9 @@ const APPLY_ORDER = [
  *   image: "widget-operator:1.0.0",
  * });
  * const kinds = m.all.map((o) => o.kind);
- * if (kinds.join() !== "Namespace,ServiceAccount,ClusterRole,Role,ClusterRoleBinding,RoleBinding,Deployment") {
+ * const expected = "Namespace,ServiceAccount,ClusterRole,ClusterRole,ClusterRole,Role," +
+ *   "ClusterRoleBinding,ClusterRoleBinding,RoleBinding,Service,Deployment";
+ * if (kinds.join() !== expected) {
  *   throw new Error(kinds.join());
  * }
  * ```
@@ -129,7 +169,7 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   const watch = [...new Set(init.watchNamespaces ?? [])];
   const webhooks = init.webhooks ?? [];
   const ports = {
-    metrics: init.metricsPort ?? 8080,
+    metrics: init.metricsPort ?? 8443,
     health: init.healthPort ?? 8081,
     webhook: init.webhookPort ?? 9443,
   };
@@ -161,6 +201,36 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
       binding("ClusterRoleBinding", meta(name), "ClusterRole", name, subjects),
     );
   }
+  // Secure /metrics: the operator reviews scrapers' tokens and permissions (bound to it), and
+  // scrapers are granted `get /metrics` through the reader role (bound by whoever scrapes).
+  rbacObjects.push(
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: meta(`${name}-metrics-auth`),
+      rules: [
+        { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+        {
+          apiGroups: ["authorization.k8s.io"],
+          resources: ["subjectaccessreviews"],
+          verbs: ["create"],
+        },
+      ],
+    } as KubeObject,
+    binding(
+      "ClusterRoleBinding",
+      meta(`${name}-metrics-auth`),
+      "ClusterRole",
+      `${name}-metrics-auth`,
+      subjects,
+    ),
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: meta(`${name}-metrics-reader`),
+      rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
+    } as KubeObject,
+  );
   if (rbac.namespaced.length) {
     for (const ns of watch) {
       rbacObjects.push(
@@ -170,8 +240,9 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     }
   }
   const own: [string, PolicyRule[]][] = [[`${name}-leader-election`, rbac.leaderElection]];
-  const webhookRules = webhooks.flatMap((w) => w.rules ?? []);
-  if (webhookRules.length) own.push([`${name}-webhook`, structuredClone(webhookRules)]);
+  if (webhooks.length) {
+    own.push([`${name}-webhook`, webhookRoleRules(name, webhooks.flatMap((w) => w.rules ?? []))]);
+  }
   for (const [roleName, rules] of own) {
     rbacObjects.push(
       role(meta(roleName, namespace), rules),
@@ -182,6 +253,15 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   const operatorObjects: KubeObject[] = [
     { apiVersion: "v1", kind: "Namespace", metadata: meta(namespace) },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(name, namespace) },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: meta(`${name}-metrics`, namespace),
+      spec: {
+        selector: { "app.kubernetes.io/name": name },
+        ports: [{ name: "https", port: ports.metrics, targetPort: "metrics", protocol: "TCP" }],
+      },
+    } as KubeObject,
     deployment(init, meta(name, namespace), watch, webhooks.length > 0, ports),
   ];
 
@@ -213,6 +293,31 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     .sort((a, b) => a.rank - b.rank || a.i - b.i)
     .map(({ o }) => o);
   return { crds, operator: operatorObjects, rbac: rbacObjects, webhooks: webhookObjects, all };
+}
+
+/**
+ * The webhook server's Role in the operator's namespace: its self-managed certificate
+ * Secret (`<name>-webhook-certs`) by name — `create` cannot be limited by name, since the
+ * name is not known when a create is authorized — and the webhooks' own rules, without
+ * duplicates.
+ */
+function webhookRoleRules(name: string, extra: readonly PolicyRule[]): PolicyRule[] {
+  const rules: PolicyRule[] = [
+    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      resourceNames: [`${name}-webhook-certs`],
+      verbs: ["get", "update", "patch"],
+    },
+  ];
+  const seen = new Set(rules.map((r) => JSON.stringify(r)));
+  for (const r of extra) {
+    const key = JSON.stringify(r);
+    if (!seen.has(key)) rules.push(structuredClone(r) as PolicyRule);
+    seen.add(key);
+  }
+  return rules;
 }
 
 function rank(kind: string | undefined): number {
@@ -258,6 +363,7 @@ function deployment(
     "--leader-elect",
     `--metrics-bind-address=:${ports.metrics}`,
     `--health-probe-bind-address=:${ports.health}`,
+    `--graceful-shutdown-timeout=${GRACEFUL_SHUTDOWN_MS / 1_000}s`,
     ...(watch.length ? [`--watch-namespace=${watch.join(",")}`] : []),
     ...(hasWebhooks ? [`--webhook-port=${ports.webhook}`] : []),
   ];
@@ -278,7 +384,10 @@ function deployment(
         spec: {
           serviceAccountName: init.name,
           securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-          terminationGracePeriodSeconds: 30,
+          terminationGracePeriodSeconds: terminationGracePeriodSeconds(
+            GRACEFUL_SHUTDOWN_MS,
+            init.renewDeadlineMs ?? 10_000,
+          ),
           volumes: [{ name: "tmp", emptyDir: { sizeLimit: "16Mi" } }],
           containers: [{
             name: "operator",

@@ -31,9 +31,13 @@ Deno.test("operatorManifests: groups, apply order and names", () => {
     "Namespace/widgets",
     "ServiceAccount/widget-operator",
     "ClusterRole/widget-operator",
+    "ClusterRole/widget-operator-metrics-auth",
+    "ClusterRole/widget-operator-metrics-reader",
     "Role/widget-operator-leader-election",
     "ClusterRoleBinding/widget-operator",
+    "ClusterRoleBinding/widget-operator-metrics-auth",
     "RoleBinding/widget-operator-leader-election",
+    "Service/widget-operator-metrics",
     "Deployment/widget-operator",
   ]);
   assert.deepEqual(m.webhooks, []);
@@ -63,9 +67,13 @@ Deno.test("operatorManifests: the Deployment is locked down, probed and leader-e
   assert.deepEqual(c.args, [
     "run",
     "--leader-elect",
-    "--metrics-bind-address=:8080",
+    "--metrics-bind-address=:8443",
     "--health-probe-bind-address=:8081",
+    "--graceful-shutdown-timeout=15s",
   ]);
+  // SIGKILL comes after the grace period: the drain (15 s) and the Lease release (at most
+  // the renew deadline, 10 s) fit inside it.
+  assert.ok(pod.terminationGracePeriodSeconds * 1_000 >= 15_000 + 10_000);
   assert.deepEqual(c.securityContext, {
     runAsNonRoot: true,
     readOnlyRootFilesystem: true,
@@ -75,7 +83,7 @@ Deno.test("operatorManifests: the Deployment is locked down, probed and leader-e
   });
   assert.equal(c.livenessProbe.httpGet.path, "/healthz");
   assert.equal(c.readinessProbe.httpGet.path, "/readyz");
-  assert.deepEqual(c.ports.map((p: { containerPort: number }) => p.containerPort), [8080, 8081]);
+  assert.deepEqual(c.ports.map((p: { containerPort: number }) => p.containerPort), [8443, 8081]);
   assert.deepEqual(c.env, [{
     name: "POD_NAMESPACE",
     valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
@@ -84,8 +92,15 @@ Deno.test("operatorManifests: the Deployment is locked down, probed and leader-e
 
 Deno.test("operatorManifests with watchNamespaces: Roles per namespace instead of a ClusterRole", () => {
   const m = operatorManifests({ ...base, watchNamespaces: ["a", "b", "a"] });
-  assert(!find(m.all, "ClusterRole"));
-  assert(!find(m.all, "ClusterRoleBinding"));
+  // Only the secure-metrics roles are cluster-wide (TokenReviews, SubjectAccessReviews).
+  assert.deepEqual(
+    m.all.filter((o) => o.kind?.startsWith("Cluster")).map((o) => o.metadata.name),
+    [
+      "widget-operator-metrics-auth",
+      "widget-operator-metrics-reader",
+      "widget-operator-metrics-auth",
+    ],
+  );
   const roles = m.rbac.filter((o) => o.kind === "Role" && o.metadata.name === "widget-operator");
   assert.deepEqual(roles.map((r) => r.metadata.namespace), ["a", "b"]);
   const bindings = m.rbac.filter((o) =>
@@ -132,7 +147,18 @@ Deno.test("operatorManifests with webhooks: Service, port, merged configurations
   const c = find(m.all, "Deployment").spec.template.spec.containers[0];
   assert(c.args.includes("--webhook-port=9443"));
   assert(c.ports.some((p: { name: string }) => p.name === "webhook"));
-  assert(find(m.rbac, "Role", "widget-operator-webhook"));
+  // The certificate Secret by name; create cannot be limited by name. The hooks' own rule
+  // once, though both hooks declare it.
+  assert.deepEqual(find(m.rbac, "Role", "widget-operator-webhook").rules, [
+    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      resourceNames: ["widget-operator-webhook-certs"],
+      verbs: ["get", "update", "patch"],
+    },
+    { apiGroups: [""], resources: ["secrets"], verbs: ["get", "update"] },
+  ]);
   // caBundle patching of its own configurations only, by name.
   const caRule = find(m.rbac, "ClusterRole").rules.find((r: { apiGroups: string[] }) =>
     r.apiGroups[0] === "admissionregistration.k8s.io"

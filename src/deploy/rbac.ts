@@ -42,7 +42,9 @@ const VERB_ORDER = [...READ, ...OWN, "deletecollection"];
 /**
  * Derives the least RBAC an operator's controllers need: `get`/`list`/`watch` on primaries,
  * owned and watched kinds; `create`/`update`/`patch`/`delete` on owned kinds; `update`/`patch`
- * on primaries and their `status` (plus `get`), and on `finalizers` when a finalizer is set;
+ * on primaries and their `status` (plus `get`), and on `finalizers` when a finalizer is set
+ * or kinds are owned (a controller ownerReference sets `blockOwnerDeletion`, which the
+ * `OwnerReferencesPermissionEnforcement` admission plugin allows only with that permission);
  * `create`/`patch` on events; `get`/`create`/`update` on `coordination.k8s.io` leases for
  * leader election. Rules are merged and sorted so that the output is stable.
  *
@@ -79,7 +81,10 @@ export function deriveRbac(
     const p = c.resource;
     where(p).add(p.group, p.plural, [...READ, ...WRITE]);
     where(p).add(p.group, `${p.plural}/status`, ["get", ...WRITE]);
-    if (c.finalizer) where(p).add(p.group, `${p.plural}/finalizers`, WRITE);
+    // Setting a controller ownerReference with blockOwnerDeletion (what `owns` does) needs
+    // update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on
+    // (OpenShift, hardened clusters), as a finalizer does everywhere.
+    if (c.finalizer || c.owns.length) where(p).add(p.group, `${p.plural}/finalizers`, WRITE);
     for (const o of c.owns) where(o).add(o.group, o.plural, [...READ, ...OWN]);
     for (const w of c.watches) where(w.resource).add(w.resource.group, w.resource.plural, READ);
   }

@@ -53,12 +53,17 @@ Deno.test("deriveRbac grants read, own and write verbs per kind, merged and sort
   ]);
 });
 
-Deno.test("deriveRbac: no finalizer, no finalizers rule; kinds shared by controllers get the union", () => {
+Deno.test("deriveRbac: finalizers only with a finalizer or owned kinds; kinds shared by controllers get the union", () => {
   const rbac = deriveRbac([
     { name: "a", resource: Widget, owns: [], watches: [{ resource: ConfigMap }] },
     { name: "b", resource: Secret, owns: [ConfigMap], watches: [] },
   ]);
-  assert(!rbac.cluster.some((r) => r.resources?.some((x) => x.endsWith("/finalizers"))));
+  const finalizers = rbac.cluster.flatMap((r) => r.resources ?? []).filter((x) =>
+    x.endsWith("/finalizers")
+  );
+  // "b" sets controller ownerReferences (blockOwnerDeletion) on ConfigMaps: that needs
+  // update on secrets/finalizers under OwnerReferencesPermissionEnforcement; "a" owns nothing.
+  assert.deepEqual(finalizers, ["secrets/finalizers"]);
   const cm = rbac.cluster.find((r) => r.resources?.includes("configmaps"));
   assert.deepEqual(cm?.verbs, ["get", "list", "watch", "create", "update", "patch", "delete"]);
 });
@@ -72,7 +77,14 @@ Deno.test("deriveRbac scoped: namespaced kinds and events in the Role, cluster-s
     { apiGroups: ["example.com"], resources: ["zones"], verbs: ["get", "list", "watch"] },
   ]);
   const res = rbac.namespaced.flatMap((r) => r.resources);
-  assert.deepEqual(res.sort(), ["configmaps", "events", "pods", "widgets", "widgets/status"]);
+  assert.deepEqual(res.sort(), [
+    "configmaps",
+    "events",
+    "pods",
+    "widgets",
+    "widgets/finalizers",
+    "widgets/status",
+  ]);
 });
 
 Deno.test("deriveRbac keeps rules with resourceNames as given, and nothing for no controllers", () => {

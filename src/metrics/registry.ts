@@ -6,7 +6,10 @@
  * @module
  */
 
-import { type HttpEndpoint, serveHttp } from "../util/http_server.ts";
+import { type HttpEndpoint, parseBindAddress, serveHttp } from "../util/http_server.ts";
+import { createCa, issueCert } from "../util/x509.ts";
+import type { Client } from "../client/client.ts";
+import { withAuthenticationAndAuthorization } from "./authorized.ts";
 
 export type { HttpEndpoint };
 
@@ -427,16 +430,33 @@ export interface ServeMetricsOptions {
   address: string;
   /** Stops the server. */
   signal?: AbortSignal;
+  /**
+   * Serve HTTPS and let through only requests whose bearer token the API server
+   * authenticates (TokenReview) and whose user may `get` `/metrics` (SubjectAccessReview),
+   * as kubebuilder v4's `--metrics-secure`. Without `certDir` the certificate is
+   * self-signed, made at start and kept in memory, as controller-runtime does.
+   * @default plain HTTP, no authentication
+   */
+  secure?: {
+    /** Sends the reviews. */
+    client: Pick<Client, "request">;
+    /** Directory with `tls.crt` and `tls.key` (read at start). */
+    certDir?: string;
+    /** Names for the self-signed certificate. @default ["localhost", "127.0.0.1", "::1"] */
+    hosts?: string[];
+  };
 }
 
 /**
- * Serves `GET /metrics` from `registry` over HTTP.
+ * Serves `GET /metrics` from `registry` over HTTP, or with `secure` over HTTPS behind the
+ * API server's authentication and authorization.
  *
  * @param registry The metrics to expose.
- * @param options The address and a signal.
+ * @param options The address, a signal and the secure mode.
  * @returns The running server, or `undefined` when `address` is `0`.
  * @throws {TypeError} When `address` is not a valid bind address.
  * @throws {Deno.errors.AddrInUse} When the port is taken.
+ * @throws {Deno.errors.NotFound} When `secure.certDir` lacks `tls.crt` or `tls.key`.
  *
  * @example Serve on a free loopback port and scrape
  * ```ts
@@ -453,14 +473,52 @@ export function serveMetrics(
   registry: Registry,
   options: ServeMetricsOptions,
 ): Promise<HttpEndpoint | undefined> {
-  return serveHttp(options.address, (req) => {
+  const handler = (req: Request) => {
     const path = new URL(req.url).pathname;
     if (path !== "/metrics") return new Response("404 page not found\n", { status: 404 });
     if (req.method !== "GET" && req.method !== "HEAD") {
       return new Response("Method not allowed\n", { status: 405 });
     }
     return registry.response();
-  }, { signal: options.signal, name: "metrics" });
+  };
+  const { secure } = options;
+  // The address is checked before returning, as callers rely on.
+  if (!secure) {
+    return serveHttp(options.address, handler, { signal: options.signal, name: "metrics" });
+  }
+  parseBindAddress(options.address);
+  return serveSecurely(options.address, handler, secure, options.signal);
+}
+
+async function serveSecurely(
+  address: string,
+  handler: (req: Request) => Response | Promise<Response>,
+  secure: NonNullable<ServeMetricsOptions["secure"]>,
+  signal: AbortSignal | undefined,
+): Promise<HttpEndpoint | undefined> {
+  let tls: { cert: string; key: string };
+  if (secure.certDir) {
+    const dir = secure.certDir.replace(/\/+$/, "");
+    tls = {
+      cert: await Deno.readTextFile(`${dir}/tls.crt`),
+      key: await Deno.readTextFile(`${dir}/tls.key`),
+    };
+  } else {
+    const hosts = secure.hosts ?? ["localhost", "127.0.0.1", "::1"];
+    const ca = await createCa("kubeno-metrics-ca");
+    const leaf = await issueCert({
+      commonName: "kubeno-metrics",
+      dnsNames: hosts.filter((h) => !/^[\d.]+$|:/.test(h)),
+      ipAddresses: hosts.filter((h) => /^[\d.]+$|:/.test(h)),
+      server: true,
+    }, ca);
+    tls = { cert: leaf.certPem, key: leaf.keyPem };
+  }
+  return serveHttp(
+    address,
+    withAuthenticationAndAuthorization(handler, { client: secure.client }),
+    { signal, name: "metrics", tls },
+  );
 }
 
 function renderLabels(labels: string[][]): string {

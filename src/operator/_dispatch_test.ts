@@ -123,10 +123,22 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
     },
     watchStallTimeoutMs: 600_000,
     startupTimeoutMs: 120_000,
-    metricsAddress: ":8080",
+    shutdownTimeoutMs: 15_000,
+    metricsAddress: ":8443",
+    metrics: { address: ":8443", secure: true, certPath: undefined },
     healthAddress: ":8081",
     webhook: undefined,
   });
+  // Plain HTTP by flag, on kubebuilder's plain port; a certificate without HTTPS conflicts.
+  assert.deepEqual(runSettings(def, { "metrics-secure": false }).metrics, {
+    address: ":8080",
+    secure: false,
+    certPath: undefined,
+  });
+  assert.throws(
+    () => runSettings(def, { "metrics-secure": false, "metrics-cert-path": "/certs" }),
+    /conflict/,
+  );
   const off = runSettings(def, {
     "leader-elect": false,
     "metrics-bind-address": "0",

@@ -1,9 +1,11 @@
 // The operator's Prometheus registry, fed from the manager's, the client's and leader
-// election's hooks with controller-runtime's metric names (see metrics_controller.ts).
-import type { RequestMetric } from "../client/client.ts";
+// election's hooks with controller-runtime's metric names (see metrics_controller.ts), and
+// `run`'s /metrics endpoint as kubebuilder v4 scaffolds it: HTTPS behind the API server's
+// authentication and authorization by default (`--metrics-secure`), plain HTTP by flag.
+import type { Client, RequestMetric } from "../client/client.ts";
 import type { ControllerMetricsHooks } from "../runtime/controller/runner.ts";
 import type { LeaderElectionMetrics } from "../runtime/manager/leader_election.ts";
-import { Registry } from "../metrics/registry.ts";
+import { Registry, serveMetrics } from "../metrics/registry.ts";
 import {
   controllerMetrics,
   leaderElectionMetrics,
@@ -11,6 +13,8 @@ import {
   workqueueMetrics,
 } from "../metrics/controller_metrics.ts";
 import { registerProcessMetrics } from "../metrics/process_metrics.ts";
+import { type Flags, type FlagSpec, UsageError } from "../util/args.ts";
+import { type HttpEndpoint, parseBindAddress } from "../util/http_server.ts";
 
 /** The hooks `run` passes to the client, the manager and the leader elector. */
 export interface OperatorMetrics {
@@ -60,4 +64,92 @@ export function operatorMetrics(): OperatorMetrics {
     },
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
   };
+}
+
+/** The default secure and plain ports of `/metrics`. */
+export const METRICS_PORTS = { secure: 8443, plain: 8080 } as const;
+
+/** `run`'s metrics flags. */
+export const METRICS_FLAGS: readonly FlagSpec[] = [
+  {
+    name: "metrics-bind-address",
+    type: "string",
+    valueName: "ADDR",
+    description:
+      `Address of /metrics (default: :${METRICS_PORTS.secure}, or :${METRICS_PORTS.plain} with --metrics-secure=false); 0 disables`,
+  },
+  {
+    name: "metrics-secure",
+    type: "boolean",
+    description:
+      "Serve /metrics over HTTPS to callers whose token may get /metrics (TokenReview and SubjectAccessReview); --metrics-secure=false serves plain HTTP (default: true)",
+  },
+  {
+    name: "metrics-cert-path",
+    type: "string",
+    valueName: "DIR",
+    description: "Directory with tls.crt and tls.key for /metrics (default: self-signed)",
+  },
+];
+
+/** Where and how `/metrics` is served. */
+export interface MetricsSettings {
+  /** The bind address. */
+  address: string;
+  /** HTTPS with authentication and authorization. */
+  secure: boolean;
+  /** Supplied certificate directory. */
+  certPath?: string;
+}
+
+/**
+ * Resolves the metrics flags.
+ *
+ * @param flags The parsed flags.
+ * @returns The settings, or undefined when disabled.
+ * @throws {UsageError} For a malformed address, or a certificate with plain HTTP.
+ */
+export function metricsSettings(flags: Flags): MetricsSettings | undefined {
+  const secure = flags["metrics-secure"] !== false;
+  const certPath = typeof flags["metrics-cert-path"] === "string"
+    ? flags["metrics-cert-path"]
+    : undefined;
+  if (!secure && certPath !== undefined) {
+    throw new UsageError(
+      'Flags "--metrics-cert-path" and "--metrics-secure=false" conflict: a certificate is only used over HTTPS; drop one of them',
+    );
+  }
+  const address = typeof flags["metrics-bind-address"] === "string"
+    ? flags["metrics-bind-address"]
+    : `:${secure ? METRICS_PORTS.secure : METRICS_PORTS.plain}`;
+  try {
+    if (!parseBindAddress(address)) return undefined;
+  } catch {
+    throw new UsageError(
+      `Flag "--metrics-bind-address" takes HOST:PORT, :PORT or 0, not "${address}"`,
+    );
+  }
+  return { address, secure, certPath };
+}
+
+/**
+ * Serves `/metrics` as the settings say.
+ *
+ * @param registry The operator's metrics.
+ * @param settings Address and mode.
+ * @param client Sends the token and access reviews in secure mode.
+ * @param signal Stops the server.
+ * @returns The endpoint.
+ */
+export function serveOperatorMetrics(
+  registry: Registry,
+  settings: MetricsSettings,
+  client: Client,
+  signal: AbortSignal,
+): Promise<HttpEndpoint | undefined> {
+  return serveMetrics(registry, {
+    address: settings.address,
+    signal,
+    secure: settings.secure ? { client, certDir: settings.certPath } : undefined,
+  });
 }

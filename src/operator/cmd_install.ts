@@ -4,12 +4,17 @@
  * `applied`, or `unchanged` when the apply was a no-op (same resourceVersion before and
  * after). Running it again is safe: it converges on the same objects.
  *
+ * Every object is first applied as a server-side dry run, so a refusal (403, an invalid
+ * object) is reported before anything was written; webhook configurations that a killed local
+ * `run` left pointing at itself are restored first (see `_install_check.ts`).
+ *
  * An API server that is unreachable or restarting (refused connections, timeouts, 429, 5xx) is
  * waited out with back-off within `--timeout`, so `install` in a deploy script survives a
  * control-plane upgrade; refusals (401, 403, invalid objects) fail at once.
  *
  * @module
  */
+import { realClock } from "../util/clock.ts";
 import { isNotFound } from "../client/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
@@ -26,7 +31,8 @@ import {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
 } from "../core/kinds_cluster.ts";
-import { operatorManifests } from "./manifests.ts";
+import { operatorManifests } from "../deploy/manifests.ts";
+import { checkInstall } from "./_install_check.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
@@ -39,6 +45,7 @@ export const installCommand: Command = {
     `Server-side applies the operator's CustomResourceDefinitions, and its admission webhook
 configurations when it has webhooks, then waits until every CRD is Established. Prints one
 line per object: "applied", or "unchanged" when nothing changed. Safe to run again.
+Every object is dry-run first: when one would be refused, nothing is written.
 
 An API server that is unreachable or restarting is waited out with back-off, logged once
 per change, within --timeout; refused credentials, missing permissions and invalid objects
@@ -59,6 +66,8 @@ fail at once.`,
     const wait = new ApiServerWait({ timeoutMs, flag: "--timeout" });
     const deadline = Date.now() + timeoutMs;
     const objects = installObjects(ctx.def, operatorNamespace(ctx));
+    // Nothing is written unless every object would be accepted.
+    await checkInstall(client, ctx.def, objects, resourceOf, ctx, (fn) => wait.run(fn));
     for (const obj of objects) {
       const res = resourceOf(obj);
       // Read before the first apply attempt: an apply retried after a lost answer is still
@@ -169,6 +178,6 @@ async function waitEstablished(
         `still not after ${timeoutMs / 1000}s (${why}); retry with a longer --timeout`,
       );
     }
-    await new Promise((r) => setTimeout(r, delay));
+    await realClock.sleep(delay);
   }
 }

@@ -55,6 +55,7 @@ ClusterRole, and the Deployment passes the same flag to "run".`,
       watchNamespaces: watch,
       webhooks: ctx.def.webhooks,
       rules: ctx.def.rules,
+      renewDeadlineMs: ctx.def.leaderElection.renewDeadlineMs,
     });
     const out = ctx.flags.out;
     if (typeof out !== "string") {

@@ -59,7 +59,14 @@ import {
   type StartupError,
   startupSetting,
 } from "./_startup.ts";
-import { serveMetrics } from "../metrics/registry.ts";
+import {
+  METRICS_FLAGS,
+  type MetricsSettings,
+  metricsSettings,
+  serveOperatorMetrics,
+} from "./_metrics.ts";
+import { describeLocalRun, runPlace } from "./_local.ts";
+import { GRACEFUL_SHUTDOWN_MS } from "../deploy/manifests.ts";
 import type { Admission } from "../webhook/admission.ts";
 import type { OperatorWebhook } from "./options.ts";
 import { type RunningWebhooks, serveWebhooks } from "../webhook/webhooks.ts";
@@ -110,12 +117,14 @@ const FLAGS: readonly FlagSpec[] = [
     valueName: "NS[,NS]",
     description: "Watch only these namespaces (default: WATCH_NAMESPACE, else all)",
   },
+  ...METRICS_FLAGS,
   {
-    name: "metrics-bind-address",
+    name: "graceful-shutdown-timeout",
     type: "string",
-    valueName: "ADDR",
-    default: ":8080",
-    description: "Address of /metrics; 0 disables",
+    valueName: "DURATION",
+    default: `${GRACEFUL_SHUTDOWN_MS / 1_000}s`,
+    description:
+      "How long a stop waits for in-flight reconciles before it releases the Lease and exits",
   },
   {
     name: "health-probe-bind-address",
@@ -161,10 +170,14 @@ export interface RunSettings {
   };
   /** How long a synced watch may be silent before `/healthz` fails. */
   watchStallTimeoutMs: number;
+  /** How long a stop waits for in-flight reconciles (`--graceful-shutdown-timeout`). */
+  shutdownTimeoutMs: number;
   /** How long start-up waits for the API server and the first sync of the caches. */
   startupTimeoutMs: number;
-  /** Where to serve `/metrics` (`:8080`, `127.0.0.1:8080`), or undefined when disabled. */
+  /** Where to serve `/metrics` (`:8443`, `127.0.0.1:8080`), or undefined when disabled. */
   metricsAddress?: string;
+  /** How `/metrics` is served (see `_metrics.ts`), or undefined when disabled. */
+  metrics?: MetricsSettings;
   /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
   healthAddress?: string;
   /** The webhook server's port and supplied certificate directory, when there are webhooks. */
@@ -227,8 +240,10 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
       }
       : undefined,
     watchStallTimeoutMs,
+    shutdownTimeoutMs: duration("graceful-shutdown-timeout", GRACEFUL_SHUTDOWN_MS),
     startupTimeoutMs,
-    metricsAddress: bindAddress(str("metrics-bind-address") ?? ":8080", "metrics-bind-address"),
+    metricsAddress: metricsSettings(flags)?.address,
+    metrics: metricsSettings(flags),
     healthAddress: bindAddress(
       str("health-probe-bind-address") ?? ":8081",
       "health-probe-bind-address",
@@ -251,7 +266,13 @@ export const runCommand: Command = {
   summary: "Run the controllers until SIGINT/SIGTERM",
   description:
     `Runs the operator's controllers until SIGINT or SIGTERM, then stops gracefully: in-flight
-reconciles finish and the process exits 0 (a second signal exits at once with 1).
+reconciles finish (for up to --graceful-shutdown-timeout; then the Lease is released, within
+the renew deadline) and the process exits 0 (a second signal exits at once with 1).
+
+Outside a cluster (no KUBERNETES_SERVICE_HOST) it needs no namespace of its own: the webhook
+certificate stays in memory, the webhook configurations point at it by URL until it stops and
+are then handed back as they were, and the Lease goes to --namespace, else the kubeconfig
+context's namespace. It says so in one line at start.
 
 Before starting it checks that each controller's kind is installed and readable. An API
 server that is unreachable or still starting (refused connections, timeouts, 429, 5xx) is
@@ -285,6 +306,8 @@ once the caches have synced (standbys included).`,
     const settings = runSettings(ctx.def, ctx.flags);
     const metrics = operatorMetrics();
     using client = await connect(ctx, { onRequest: metrics.onRequest });
+    // Outside a cluster nothing may depend on the operator's namespace: see _local.ts.
+    const place = runPlace(ctx, client, settings);
 
     const stop = new AbortController();
     let signals = 0;
@@ -336,6 +359,7 @@ once the caches have synced (standbys included).`,
       controllers: ctx.def.controllers,
       namespaces: settings.watchNamespaces.length ? settings.watchNamespaces : undefined,
       metrics: metrics.manager,
+      shutdownTimeoutMs: settings.shutdownTimeoutMs,
       leaderElection: elector
         ? (lc: LeaderElectionContext) => {
           campaign = elector.run(electorStop.signal);
@@ -363,12 +387,17 @@ once the caches have synced (standbys included).`,
     let endpoints: Promise<void> | undefined;
     const serveEndpoints = () =>
       endpoints ??= (async () => {
-        if (settings.metricsAddress) {
-          const endpoint = await serveMetrics(metrics.registry, {
-            address: settings.metricsAddress,
-            signal: served.signal,
+        if (settings.metrics) {
+          const endpoint = await serveOperatorMetrics(
+            metrics.registry,
+            settings.metrics,
+            client,
+            served.signal,
+          );
+          log.info("Serving metrics at {url}metrics{auth}", {
+            url: endpoint?.url,
+            auth: settings.metrics.secure ? " (authenticated and authorized)" : "",
           });
-          log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
         }
         if (settings.healthAddress) {
           const endpoint = await serveProbes(probes, {
@@ -400,11 +429,12 @@ once the caches have synced (standbys included).`,
       await serveEndpoints();
       if (settings.webhook) {
         // Outside a cluster (local development, tests) the server listens on loopback and
-        // registers URL-based configurations, as envtest does; inside, the Service does.
-        const local = !env("KUBERNETES_SERVICE_HOST");
+        // takes over the configurations by URL until it stops, as envtest registers them;
+        // inside, the Service does.
+        const local = place.local;
         webhooks = await serveWebhooks(client, ctx.def.webhooks.filter(isAdmission), {
           name: ctx.def.name,
-          namespace: operatorNamespace(ctx),
+          namespace: place.namespace,
           port: settings.webhook.port,
           certDir: settings.webhook.certPath,
           local,
@@ -415,10 +445,15 @@ once the caches have synced (standbys included).`,
           if (serving.server.port <= 0) throw new Error("Webhook server is not listening");
         });
         log.info("Serving admission webhooks at https://{host}:{port} ({mode})", {
-          host: local ? "127.0.0.1" : "0.0.0.0",
+          host: local ? "127.0.0.1" : "[::]",
           port: webhooks.server.port,
-          mode: local ? "registered by URL for local development" : "behind the Service",
+          mode: local ? "registered by URL until exit" : "behind the Service",
         });
+      }
+      if (place.local) {
+        // One plain line (braces escaped: it is the message template itself).
+        const line = describeLocalRun(place, settings, webhooks, client.server);
+        log.info(line.replaceAll("{", "{{").replaceAll("}", "}}"));
       }
       log.info("Starting {name} {version} with {count} controllers", {
         name: ctx.def.name,

@@ -71,7 +71,7 @@ RUN deno install --entrypoint operator.ts \\
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/operator /operator
 USER 65532:65532
-EXPOSE 8080 8081 9443
+EXPOSE 8443 8081 9443
 ENTRYPOINT ["/operator"]
 CMD ["run"]
 `;

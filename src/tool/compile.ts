@@ -25,13 +25,21 @@
  */
 import { basename, dirname, extname, resolve } from "node:path";
 import { type FlagSpec, formatFlags, parseFlags, parseList } from "../util/args.ts";
-import { type CliIo, firstLine, type KubenoCommand, UsageError } from "./common.ts";
+import { type KubenoCommand, UsageError } from "./common.ts";
+import { type CommandIo, firstLine } from "../util/cli_io.ts";
 
 /** The in-cluster service-account directory. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io";
 
-/** Addresses an operator listens on by default: metrics, probes, webhooks. */
-export const DEFAULT_LISTEN = ["0.0.0.0:8080", "0.0.0.0:8081", "0.0.0.0:9443"];
+/**
+ * Addresses an operator listens on by default: metrics (8443 secure, 8080 plain), probes,
+ * webhooks; each on IPv6 (`[::]`, which also accepts IPv4) and on IPv4 alone, where IPv6 is
+ * unavailable.
+ */
+export const DEFAULT_LISTEN = [8443, 8080, 8081, 9443].flatMap((p) => [
+  `0.0.0.0:${p}`,
+  `[::]:${p}`,
+]);
 
 /** Options of {@linkcode operatorPermissions}. */
 export interface OperatorPermissionsOptions {
@@ -76,7 +84,7 @@ export interface OperatorPermissionsOptions {
  * ```ts
  * import { operatorPermissions } from "./compile.ts";
  * const [net] = operatorPermissions({ netHosts: ["10.96.0.1:443"] });
- * if (!net.startsWith("--allow-net=10.96.0.1:443,0.0.0.0:8080")) throw new Error(net);
+ * if (!net.startsWith("--allow-net=10.96.0.1:443,0.0.0.0:8443,[::]:8443")) throw new Error(net);
  * ```
  */
 export function operatorPermissions(options: OperatorPermissionsOptions = {}): string[] {
@@ -204,7 +212,7 @@ const FLAGS: readonly FlagSpec[] = [
     name: "allow-net-hosts",
     type: "string",
     valueName: "HOST[,HOST]",
-    description: "Connect only to these hosts (the API server), plus :8080, :8081, :9443",
+    description: "Connect only to these hosts (the API server), plus :8443, :8080, :8081, :9443",
   },
   {
     name: "allow-read",
@@ -237,7 +245,7 @@ deno compile downloads its runtime (denort); offline, set DENORT_BIN to a denort
 
 Flags:
 ${formatFlags(FLAGS)}`,
-  async run(args: readonly string[], io: CliIo): Promise<number> {
+  async run(args: readonly string[], io: CommandIo): Promise<number> {
     const { flags, positionals } = parseFlags(expandShort(args), FLAGS);
     if (flags.help) {
       io.out(compileCommand.help);

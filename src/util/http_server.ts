@@ -1,12 +1,38 @@
-// The small HTTP server behind /metrics and the health probes: kubebuilder-style bind
-// addresses and a disposable handle on Deno.serve.
+// The small HTTP(S) server behind /metrics and the health probes: kubebuilder-style bind
+// addresses and a disposable handle on Deno.serve. A bind address without a host (`:8080`)
+// listens on every interface of both families, as Go's `net.Listen("tcp", ":8080")` does:
+// `[::]` with IPv4-mapped addresses, or `0.0.0.0` where IPv6 is unavailable.
 
 /** A parsed bind address. */
 export interface BindAddress {
-  /** The interface to listen on; `0.0.0.0` for all. */
+  /** The interface to listen on; `0.0.0.0` for all (both families, see {@linkcode serveHttp}). */
   hostname: string;
   /** The port; 0 picks a free one. */
   port: number;
+}
+
+/**
+ * Listens with `Deno.serve` on `hostname`; for all interfaces (`0.0.0.0`, `::` or empty) on
+ * `[::]` first, which on Linux, macOS and Windows also accepts IPv4 unless the system makes
+ * IPv6 sockets v6-only, and on `0.0.0.0` when IPv6 is unavailable (or not permitted).
+ *
+ * @param options `Deno.serve` options; `hostname` as parsed.
+ * @param handler The handler.
+ * @returns The server.
+ * @throws {Deno.errors.AddrInUse} When the port is taken.
+ */
+export function serveDualStack(
+  options: Deno.ServeTcpOptions & Partial<Deno.TlsCertifiedKeyPem>,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): Deno.HttpServer<Deno.NetAddr> {
+  const any = !options.hostname || options.hostname === "0.0.0.0" || options.hostname === "::";
+  if (!any) return Deno.serve(options as Deno.ServeTcpOptions, handler);
+  try {
+    return Deno.serve({ ...options, hostname: "::" } as Deno.ServeTcpOptions, handler);
+  } catch (err) {
+    if (err instanceof Deno.errors.AddrInUse) throw err;
+    return Deno.serve({ ...options, hostname: "0.0.0.0" } as Deno.ServeTcpOptions, handler);
+  }
 }
 
 /**
@@ -39,18 +65,22 @@ export class HttpEndpoint implements AsyncDisposable {
   readonly port: number;
   /** Resolves once the server has stopped. */
   readonly finished: Promise<void>;
+  /** `http` or `https`. */
+  readonly scheme: "http" | "https";
   #server: Deno.HttpServer<Deno.NetAddr>;
 
   /**
    * Use `serveMetrics` or `serveProbes`.
    *
    * @param server The running server.
+   * @param scheme Whether it serves TLS.
    */
-  constructor(server: Deno.HttpServer<Deno.NetAddr>) {
+  constructor(server: Deno.HttpServer<Deno.NetAddr>, scheme: "http" | "https" = "http") {
     this.#server = server;
     this.hostname = server.addr.hostname;
     this.port = server.addr.port;
     this.finished = server.finished;
+    this.scheme = scheme;
   }
 
   /**
@@ -59,14 +89,12 @@ export class HttpEndpoint implements AsyncDisposable {
    * @returns E.g. `http://127.0.0.1:8080/`.
    */
   get url(): string {
-    const host = this.hostname === "0.0.0.0"
+    const host = this.hostname === "0.0.0.0" || this.hostname === "::"
       ? "127.0.0.1"
-      : this.hostname === "::"
-      ? "[::1]"
       : this.hostname.includes(":")
       ? `[${this.hostname}]`
       : this.hostname;
-    return `http://${host}:${this.port}/`;
+    return `${this.scheme}://${host}:${this.port}/`;
   }
 
   /**
@@ -85,11 +113,13 @@ export class HttpEndpoint implements AsyncDisposable {
 }
 
 /**
- * Serves `handler` on a bind address.
+ * Serves `handler` on a bind address; `:PORT` listens on IPv6 and IPv4 alike (see
+ * {@linkcode serveDualStack}).
  *
  * @param address A kubebuilder-style bind address, see {@linkcode parseBindAddress}.
  * @param handler Answers requests; a throw becomes a 500.
- * @param options A signal that stops the server, and a name for errors.
+ * @param options A signal that stops the server, a name for errors, and a certificate and
+ * key (PEM) to serve HTTPS.
  * @returns The server, or `undefined` for `0`.
  * @throws {TypeError} For an invalid address.
  * @throws {Deno.errors.AddrInUse} When the port is taken.
@@ -97,19 +127,20 @@ export class HttpEndpoint implements AsyncDisposable {
 export function serveHttp(
   address: string,
   handler: (req: Request) => Response | Promise<Response>,
-  options: { signal?: AbortSignal; name: string },
+  options: { signal?: AbortSignal; name: string; tls?: { cert: string; key: string } },
 ): Promise<HttpEndpoint | undefined> {
   const bind = parseBindAddress(address);
   if (!bind) return Promise.resolve(undefined);
-  const server = Deno.serve({
+  const server = serveDualStack({
     hostname: bind.hostname,
     port: bind.port,
     signal: options.signal,
+    ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
     onListen: () => {},
     onError: (err) =>
       new Response(`Cannot serve ${options.name}: ${err instanceof Error ? err.message : err}\n`, {
         status: 500,
       }),
   }, handler);
-  return Promise.resolve(new HttpEndpoint(server));
+  return Promise.resolve(new HttpEndpoint(server, options.tls ? "https" : "http"));
 }

@@ -6,12 +6,19 @@
  * Guarantees: every request gets a response and the handler never throws. A review whose
  * uid can be read gets a well-formed AdmissionReview (a malformed one is denied with code
  * 400 and a message naming the problem); a body with no readable uid gets HTTP 400 with a
- * plain-text message; a body over the limit gets 413; a handler past the deadline is
- * answered with a denial naming the timeout.
+ * plain-text message; a body over the limit gets 413; a handler past the deadline gets HTTP
+ * 504 naming the timeout — never `allowed: false`: to the API server that is a failed call,
+ * so the webhook's `failurePolicy` decides (`Ignore` admits, `Fail` refuses), as it does
+ * when a webhook does not answer in time.
+ *
+ * The body limit defaults to 7 MiB, controller-runtime's: an UPDATE review carries both
+ * `object` and `oldObject`, each up to the API server's 3 MiB request limit and larger once
+ * re-encoded as JSON (the API server escapes `<`, `>` and `&` as six bytes each).
  *
  * @module
  */
 import { getLogger } from "../util/log.ts";
+import { parseGoDuration } from "../util/duration.ts";
 import type { Admission } from "./admission.ts";
 import {
   type AdmissionRequest,
@@ -26,7 +33,7 @@ const log = getLogger(["kubeno", "webhook"]);
 export interface AdmissionHandlerOptions {
   /**
    * Largest request body accepted, in bytes; larger ones get 413.
-   * @default 3145728 (3 MiB, the API server's own limit for objects is 3 MiB)
+   * @default 7340032 (7 MiB, as controller-runtime: an UPDATE carries two objects)
    */
   maxBodyBytes?: number;
   /**
@@ -36,6 +43,9 @@ export interface AdmissionHandlerOptions {
    */
   requestTimeoutMs?: number;
 }
+
+/** The default body limit: 7 MiB, controller-runtime's. */
+export const DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024;
 
 type Route = (request: AdmissionRequest, signal: AbortSignal) => Promise<AdmissionResponse>;
 
@@ -81,7 +91,7 @@ export function admissionHandler(
   webhooks: readonly Admission[],
   options: AdmissionHandlerOptions = {},
 ): (req: Request) => Promise<Response> {
-  const maxBody = options.maxBodyBytes ?? 3 * 1024 * 1024;
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxMs = options.requestTimeoutMs ?? 30_000;
   const routes = new Map<string, Route>();
   const add = (path: string, route: Route) => {
@@ -118,7 +128,28 @@ export function admissionHandler(
       );
     }
     const timeoutMs = Math.min(maxMs, parseTimeout(url.searchParams.get("timeout")) ?? maxMs);
-    const signal = AbortSignal.timeout(timeoutMs);
+    // A timer cleared with the answer, not AbortSignal.timeout: Deno keeps the process alive
+    // until such a signal fires once it has listeners, which delayed every exit after an
+    // admission request by up to the API server's timeout.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException("Webhook deadline passed", "TimeoutError")),
+      timeoutMs,
+    );
+    try {
+      return await answer(req, url, route, timeoutMs, deadline.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function answer(
+    req: Request,
+    url: URL,
+    route: Route,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<Response> {
     const body = await readBody(req, maxBody, signal);
     if (typeof body === "number") {
       const why = {
@@ -148,21 +179,24 @@ export function admissionHandler(
       });
     }
     const { request } = parsed;
-    const timedOut = new Promise<AdmissionResponse>((resolve) => {
-      const onAbort = () =>
-        resolve({
-          uid: request.uid,
-          allowed: false,
-          status: {
-            code: 504,
-            reason: "Timeout",
-            message: `Webhook did not answer within ${timeoutMs} ms`,
-          },
-        });
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
+    // Past the deadline the answer is a failed call, not a denial: the API server's
+    // failurePolicy decides.
+    const timedOut = new Promise<"timeout">((resolve) => {
+      if (signal.aborted) resolve("timeout");
+      else signal.addEventListener("abort", () => resolve("timeout"), { once: true });
     });
     const answer = await Promise.race([route(request, signal), timedOut]);
+    if (answer === "timeout") {
+      log.warn("{operation} {kind} {namespace}/{name} on {path}: no answer within {ms} ms", {
+        operation: request.operation,
+        kind: request.kind.kind,
+        namespace: request.namespace ?? "",
+        name: request.name ?? "",
+        path: url.pathname,
+        ms: timeoutMs,
+      });
+      return text(504, `Webhook did not answer within ${timeoutMs} ms`);
+    }
     log.debug("{operation} {kind} {namespace}/{name} on {path}: allowed={allowed}", {
       operation: request.operation,
       kind: request.kind.kind,
@@ -218,19 +252,10 @@ async function readBody(
   return out;
 }
 
-/** Parses Go durations as the API server sends them (`10s`, `1m30s`, `500ms`). */
+/** The API server's `timeout` query parameter (a Go duration) in milliseconds. */
 function parseTimeout(v: string | null): number | undefined {
-  if (!v) return undefined;
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  let rest = v;
-  while (rest) {
-    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
-    if (!m) return undefined;
-    total += Number(m[1]) * units[m[2]];
-    rest = rest.slice(m[0].length);
-  }
-  return total > 0 ? total : undefined;
+  const ms = v ? parseGoDuration(v) : undefined;
+  return ms && ms > 0 ? ms : undefined;
 }
 
 function review(response: AdmissionResponse): Response {

@@ -44,12 +44,13 @@ export interface WebhookServerOptions {
   port?: number;
   /**
    * Address to listen on; use `127.0.0.1` for local runs and tests.
-   * @default "0.0.0.0"
+   * @default every interface of both families (`::` with IPv4-mapped addresses, as Go's
+   * `:9443`), or `0.0.0.0` where IPv6 is unavailable
    */
   hostname?: string;
   /**
    * Largest AdmissionReview body accepted, in bytes.
-   * @default 3145728
+   * @default 7340032 (7 MiB, as controller-runtime)
    */
   maxBodyBytes?: number;
   /**
@@ -226,15 +227,24 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     (err: Error) => log.error("Webhook TLS server error: {message}", { message: err.message }),
   );
 
-  const hostname = options.hostname ?? "0.0.0.0";
-  try {
-    await new Promise<void>((resolve, reject) => {
+  const listen = (host: string) =>
+    new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(options.port ?? 9443, hostname, () => {
+      server.listen(options.port ?? 9443, host, () => {
         server.off("error", reject);
         resolve();
       });
     });
+  let hostname = options.hostname ?? "::";
+  try {
+    try {
+      await listen(hostname);
+    } catch (err) {
+      // No IPv6 here: every IPv4 interface instead.
+      const code = (err as { code?: string }).code;
+      if (options.hostname !== undefined || code === "EADDRINUSE") throw err;
+      await listen(hostname = "0.0.0.0");
+    }
   } catch (err) {
     await http.shutdown();
     await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -1,0 +1,477 @@
+// Fixes from review, each checked against the real API server. One control plane for the file,
+// started with the OwnerReferencesPermissionEnforcement admission plugin (as OpenShift runs
+// it), so that RBAC derived for owned kinds is checked the way hardened clusters check it.
+//
+// Each step says which review item it covers. Waits have deadlines; nothing sleeps a fixed
+// time; timings are printed, never asserted.
+import assert from "node:assert/strict";
+import https from "node:https";
+import { startControlPlane } from "../testing.ts";
+import { createClient } from "../src/client/client.ts";
+import { ApiError, isForbidden } from "../src/client/api_error.ts";
+import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
+import { reconcile } from "../src/runtime/controller/reconcile.ts";
+import { createManager } from "../src/runtime/manager/manager.ts";
+import { operatorManifests } from "../src/deploy/manifests.ts";
+import { admission } from "../src/webhook/admission.ts";
+import { serveWebhooks } from "../src/webhook/webhooks.ts";
+import { selfManagedCertificates } from "../src/webhook/self_managed_certs.ts";
+import { freePort } from "../src/testing/process.ts";
+import { toYaml } from "../src/util/yaml.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { installStack, Stack } from "./_stack.ts";
+import { uniqueName, waitFor } from "./_helpers.ts";
+
+const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+
+/** Applies objects as admin with kubectl. */
+async function kubectlApply(
+  cp: { kubectl(...a: string[]): Promise<{ code: number; stderr: string }>; dir: string },
+  objects: KubeObject[],
+): Promise<void> {
+  const file = `${cp.dir}/apply-${crypto.randomUUID().slice(0, 8)}.yaml`;
+  await Deno.writeTextFile(file, toYaml(objects));
+  const r = await cp.kubectl("apply", "-f", file);
+  assert.equal(r.code, 0, r.stderr);
+}
+
+/** A process of the widget fixture operator with its output collected. */
+class Widgets {
+  readonly proc: Deno.ChildProcess;
+  log = "";
+  readonly #pump: Promise<void>;
+  constructor(args: string[]) {
+    this.proc = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", WIDGET, ...args],
+      env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const read = async (s: ReadableStream<Uint8Array>) => {
+      for await (const c of s.pipeThrough(new TextDecoderStream())) this.log += c;
+    };
+    this.#pump = Promise.all([read(this.proc.stdout), read(this.proc.stderr)]).then(() => {});
+  }
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      this.proc.kill("SIGKILL");
+    } catch { /* exited */ }
+    await this.proc.status;
+    await this.#pump;
+  }
+}
+
+/** GET over HTTPS with node:https (a self-signed certificate is accepted: it is the subject). */
+function httpsGet(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { rejectUnauthorized: false, headers }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => body += c);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+Deno.test("review fixes against a real API server", async (t) => {
+  await using cp = await startControlPlane({
+    apiServerFlags: ["--enable-admission-plugins=OwnerReferencesPermissionEnforcement"],
+  });
+  using admin = await createClient({ kubeconfig: cp.kubeconfigPath, fieldManager: "tester" });
+  await installStack(admin);
+
+  await t.step(
+    "RBAC: a controller that owns kinds may set blockOwnerDeletion under OwnerReferencesPermissionEnforcement",
+    async () => {
+      const ns = "stack-system";
+      await admin.create(Namespace, { metadata: { name: ns } });
+      // Owns ConfigMaps, no finalizer: before the fix, no stacks/finalizers permission.
+      const controller = reconcile(Stack, {
+        name: "stack-owner",
+        owns: [ConfigMap],
+        async reconcile(stack, ctx) {
+          await ctx.apply(ConfigMap, {
+            metadata: { name: `${stack.metadata.name}-value` },
+            data: { value: stack.spec.value },
+          });
+        },
+      });
+      const m = operatorManifests({
+        name: "stack-operator",
+        version: "1.0.0",
+        controllers: [controller],
+        crds: [],
+        namespace: ns,
+        image: "stack-operator:1.0.0",
+      });
+      const grants = m.rbac.flatMap((o) =>
+        (o as { rules?: { resources?: string[] }[] }).rules ?? []
+      )
+        .flatMap((r) => r.resources ?? []);
+      assert.ok(grants.includes("stacks/finalizers"), "the derived ClusterRole grants finalizers");
+      await kubectlApply(cp, [...m.operator.filter((o) => o.kind !== "Deployment"), ...m.rbac]);
+
+      // The plugin bites: a user who may create ConfigMaps but not update stacks/finalizers
+      // cannot point a blocking ownerReference at a Stack.
+      const parent = await admin.create(Stack, {
+        metadata: { name: "parent", namespace: "default" },
+        spec: { value: "v1" },
+      });
+      await kubectlApply(cp, [{
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: "cm-writer" },
+        rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create", "get"] }],
+      } as KubeObject, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "cm-writer" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cm-writer" },
+        subjects: [{ kind: "User", name: "cm-writer", apiGroup: "rbac.authorization.k8s.io" }],
+      } as KubeObject]);
+      using writer = await createClient({ kubeconfig: await cp.createUser("cm-writer") });
+      const refused = await writer.create(ConfigMap, {
+        metadata: {
+          name: "blocked",
+          namespace: "default",
+          ownerReferences: [{
+            apiVersion: Stack.apiVersion,
+            kind: "Stack",
+            name: "parent",
+            uid: parent.metadata.uid!,
+            controller: true,
+            blockOwnerDeletion: true,
+          }],
+        },
+      }).then(() => undefined, (e) => e);
+      assert.ok(refused instanceof ApiError && isForbidden(refused), String(refused));
+      assert.match(refused.message, /blockOwnerDeletion/);
+
+      // The operator's identity with only the generated RBAC reconciles.
+      const kubeconfig = await cp.writeKubeconfig({
+        user: `system:serviceaccount:${ns}:stack-operator`,
+      });
+      using sa = await createClient({ kubeconfig, fieldManager: "stack-operator" });
+      const stop = new AbortController();
+      const manager = createManager({ client: sa, controllers: [controller] });
+      const running = manager.start(stop.signal);
+      try {
+        const cm = await waitFor(
+          () =>
+            admin.get(ConfigMap, "parent-value", { namespace: "default" }).catch(() => undefined),
+          { what: "the owned ConfigMap written by the operator's identity" },
+        );
+        const ref = cm.metadata.ownerReferences?.[0];
+        assert.equal(ref?.uid, parent.metadata.uid);
+        assert.equal(ref?.blockOwnerDeletion, true);
+      } finally {
+        stop.abort();
+        await running;
+      }
+    },
+  );
+
+  await t.step(
+    "webhook body limit: an UPDATE review over 3 MiB (object + oldObject) is admitted",
+    async () => {
+      const big = (label: string, path: string) =>
+        admission(ConfigMap, {
+          name: `${label}.body.kubeno.dev`,
+          path,
+          validate: () => undefined,
+          objectSelector: { matchLabels: { body: label } },
+        });
+      await using byDefault = await serveWebhooks(admin, [big("default", "/big-default")], {
+        name: "body-default",
+        namespace: "default",
+        local: true,
+        port: 0,
+      });
+      await using small = await serveWebhooks(admin, [big("small", "/big-small")], {
+        name: "body-small",
+        namespace: "default",
+        local: true,
+        port: 0,
+        server: { maxBodyBytes: 3 * 1024 * 1024 },
+      });
+      void byDefault, small;
+      // 450,000 '<' are 450 kB in the object and 2.7 MB in the review: the API server's
+      // JSON escapes '<' as \u003c. An UPDATE carries two copies: about 5.4 MB.
+      const value = "<".repeat(450_000);
+      const roundTrip = async (label: string) => {
+        const name = uniqueName(`body-${label}`);
+        await waitFor(
+          () =>
+            admin.create(ConfigMap, {
+              metadata: { name, namespace: "default", labels: { body: label } },
+              data: { value },
+            }).then(() => true),
+          { what: `the ${label} webhook to admit a CREATE` },
+        );
+        return await admin.patch(ConfigMap, name, { data: { more: "x" } }, {
+          namespace: "default",
+        }).then(() => "admitted", (e: Error) => e.message);
+      };
+      assert.equal(await roundTrip("default"), "admitted");
+      // The same UPDATE against the old 3 MiB limit: the server answers 413, a failed call,
+      // and failurePolicy Fail refuses it. This shows the review really is over 3 MiB.
+      assert.match(await roundTrip("small"), /failed calling webhook|413/);
+    },
+  );
+
+  await t.step(
+    "webhook deadline: a handler out of time is a failed call; failurePolicy decides",
+    async () => {
+      const hang = (policy: "Ignore" | "Fail") =>
+        admission(ConfigMap, {
+          name: `${policy.toLowerCase()}.slow.kubeno.dev`,
+          path: `/slow-${policy.toLowerCase()}`,
+          failurePolicy: policy,
+          timeoutSeconds: 10,
+          objectSelector: { matchLabels: { slow: policy.toLowerCase() } },
+          validate: (ctx) =>
+            new Promise<undefined>((resolve) =>
+              ctx.signal.addEventListener("abort", () => resolve(undefined), { once: true })
+            ),
+        });
+      // The handler's own deadline (500 ms) comes well before the API server's (10 s).
+      await using _running = await serveWebhooks(admin, [hang("Ignore"), hang("Fail")], {
+        name: "slow",
+        namespace: "default",
+        local: true,
+        port: 0,
+        server: { requestTimeoutMs: 500 },
+      });
+      const create = (label: string) =>
+        admin.create(ConfigMap, {
+          metadata: {
+            generateName: `slow-${label}-`,
+            namespace: "default",
+            labels: { slow: label },
+          },
+        });
+      const ignored = await waitFor(() => create("ignore").catch(() => undefined), {
+        what: "a CREATE under failurePolicy Ignore to be admitted",
+      });
+      assert.ok(ignored.metadata.name);
+      const failed = await create("fail").then(() => undefined, (e: Error) => e);
+      assert.ok(failed, "failurePolicy Fail refuses");
+      assert.match(failed!.message, /failed calling webhook/);
+      assert.doesNotMatch(failed!.message, /denied the request/);
+    },
+  );
+
+  await t.step(
+    "certificate Secret RBAC: only the operator's own Secret by name (create unnamed)",
+    async () => {
+      const ns = "certs-system";
+      await admin.create(Namespace, { metadata: { name: ns } });
+      const webhook = admission(ConfigMap, { validate: () => undefined });
+      const m = operatorManifests({
+        name: "certs-operator",
+        version: "1.0.0",
+        controllers: [],
+        crds: [],
+        namespace: ns,
+        image: "certs-operator:1.0.0",
+        webhooks: [webhook],
+      });
+      await kubectlApply(cp, m.rbac);
+      await admin.create(Secret, {
+        metadata: { name: "someone-elses", namespace: ns },
+        stringData: { password: "x" },
+      });
+      const kubeconfig = await cp.writeKubeconfig({
+        user: `system:serviceaccount:${ns}:certs-operator`,
+      });
+      using sa = await createClient({ kubeconfig });
+      // Create, read back, and renew (update) its own Secret.
+      await using certs = await selfManagedCertificates(sa, {
+        name: "certs-operator",
+        namespace: ns,
+        configurations: [],
+        validForMs: 4_000,
+        renewAt: 0.5,
+        caPropagationMs: 100,
+      });
+      const first = certs.stored.certPem;
+      await waitFor(() => certs.stored.certPem !== first, {
+        what: "a renewal written to the Secret (get and update by name)",
+      });
+      const stored = await admin.get(Secret, "certs-operator-webhook-certs", { namespace: ns });
+      assert.ok(stored.data?.["tls.crt"]);
+      // Nothing else.
+      for (
+        const attempt of [
+          () => sa.get(Secret, "someone-elses", { namespace: ns }),
+          () => sa.list(Secret, { namespace: ns }),
+          () => sa.patch(Secret, "someone-elses", { data: {} }, { namespace: ns }),
+        ]
+      ) {
+        const err = await attempt().then(() => undefined, (e) => e);
+        assert.ok(isForbidden(err), `expected 403, got ${err}`);
+      }
+    },
+  );
+
+  await t.step(
+    "/metrics over HTTPS with TokenReview and SubjectAccessReview; :PORT binds IPv6 and IPv4",
+    async () => {
+      const install = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--quiet", WIDGET, "install", `--kubeconfig=${cp.kubeconfigPath}`],
+        env: { NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+      const metricsPort = freePort();
+      const probePort = freePort();
+      await using op = new Widgets([
+        "run",
+        `--kubeconfig=${cp.kubeconfigPath}`,
+        `--metrics-bind-address=:${metricsPort}`,
+        `--health-probe-bind-address=:${probePort}`,
+      ]);
+      // Dual stack: the probes answer on IPv4 and IPv6 loopback alike.
+      for (const host of ["127.0.0.1", "[::1]"]) {
+        await waitFor(async () => {
+          const r = await fetch(`http://${host}:${probePort}/healthz`);
+          await r.body?.cancel();
+          return r.ok;
+        }, { timeoutMs: 60_000, what: `/healthz on ${host}; log:\n${op.log}` });
+      }
+      const url = (host: string) => `https://${host}:${metricsPort}/metrics`;
+      assert.equal((await httpsGet(url("127.0.0.1"))).status, 401, "no token");
+      assert.equal(
+        (await httpsGet(url("127.0.0.1"), { authorization: "Bearer not-a-token" })).status,
+        401,
+        "a token the API server does not know",
+      );
+      const token = async (sa: string) => {
+        await admin.request("POST", "/api/v1/namespaces/default/serviceaccounts", {
+          body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sa } },
+        });
+        const { status } = await admin.request<{ status: { token: string } }>(
+          "POST",
+          `/api/v1/namespaces/default/serviceaccounts/${sa}/token`,
+          { body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} } },
+        );
+        return { authorization: `Bearer ${status.token}` };
+      };
+      // Bind the generated reader role to the scraper, as a Prometheus setup does.
+      const m = operatorManifests({
+        name: "widget-operator",
+        version: "1.0.0",
+        controllers: [],
+        crds: [],
+        namespace: "default",
+        image: "x",
+      });
+      const reader = m.rbac.find((o) => o.metadata.name === "widget-operator-metrics-reader")!;
+      await kubectlApply(cp, [reader, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "scraper-metrics" },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "widget-operator-metrics-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", name: "scraper", namespace: "default" }],
+      } as KubeObject]);
+      const stranger = await httpsGet(url("127.0.0.1"), await token("stranger"));
+      assert.equal(stranger.status, 403, stranger.body);
+      const scraper = await token("scraper");
+      for (const host of ["127.0.0.1", "[::1]"]) {
+        const ok = await httpsGet(url(host), scraper);
+        assert.equal(ok.status, 200, ok.body);
+        assert.match(ok.body, /^rest_client_requests_total\{/m);
+      }
+      // Plain HTTP on the secure port is refused.
+      const plain = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+        async (r) => {
+          await r.body?.cancel();
+          return r.status;
+        },
+        () => "refused",
+      );
+      assert.notEqual(plain, 200);
+    },
+  );
+
+  await t.step("/metrics stays available over plain HTTP with --metrics-secure=false", async () => {
+    const metricsPort = freePort();
+    await using op = new Widgets([
+      "run",
+      `--kubeconfig=${cp.kubeconfigPath}`,
+      "--metrics-secure=false",
+      `--metrics-bind-address=:${metricsPort}`,
+      "--health-probe-bind-address=0",
+    ]);
+    const text = await waitFor(async () => {
+      const r = await fetch(`http://[::1]:${metricsPort}/metrics`);
+      return r.ok ? await r.text() : undefined;
+    }, { timeoutMs: 60_000, what: `plain /metrics; log:\n${op.log}` });
+    assert.match(text, /^process_start_time_seconds /m);
+  });
+
+  await t.step(
+    "shutdown: a reconcile that never ends still leaves time to release the Lease",
+    async () => {
+      const lease = "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator";
+      await using op = new Widgets([
+        "run",
+        `--kubeconfig=${cp.kubeconfigPath}`,
+        "--leader-elect",
+        "--leader-elect-namespace=default",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+        "--graceful-shutdown-timeout=1s",
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        "--log-format=json",
+      ]);
+      await waitFor(async () => {
+        const r = await cp.request("GET", lease);
+        return r.status === 200 && r.body.spec?.holderIdentity;
+      }, { timeoutMs: 60_000, what: `the Lease to be held; log:\n${op.log}` });
+      // Reconciled 10 minutes after it is read: in flight at SIGTERM, never done in time.
+      await admin.request("POST", "/apis/widgets.kubeno.dev/v1/namespaces/default/widgets", {
+        body: {
+          apiVersion: "widgets.kubeno.dev/v1",
+          kind: "Widget",
+          metadata: {
+            name: "slow",
+            annotations: { "widgets.kubeno.dev/reconcile-delay-ms": "600000" },
+          },
+          spec: { size: 1 },
+        },
+      });
+      await waitFor(() => op.log.includes("Waiting 600000 ms before writing"), {
+        what: "the slow reconcile to be in flight",
+      });
+      const sent = performance.now();
+      op.proc.kill("SIGTERM");
+      const released = await waitFor(async () => {
+        const r = await cp.request("GET", lease);
+        return r.body.spec?.holderIdentity === "" ? performance.now() : undefined;
+      }, { timeoutMs: 60_000, what: `the Lease to be released; log:\n${op.log}` });
+      assert.match(op.log, /did not finish in time/);
+      const lines = op.log.split("\n");
+      const gaveUp = lines.findIndex((l) => l.includes("did not finish in time"));
+      const release = lines.findIndex((l) => l.includes("Released lease"));
+      assert.ok(gaveUp >= 0 && release > gaveUp, "released after the drain deadline");
+      console.log(
+        `shutdown: Lease released ${(released - sent).toFixed(0)} ms after SIGTERM ` +
+          "(drain deadline 1 s, renew deadline 2 s)",
+      );
+    },
+  );
+});
