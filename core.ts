@@ -31,6 +31,12 @@ export type {
 } from "./src/core/object.ts";
 export { objectKey, type ObjectName, parseObjectKey } from "./src/core/object_key.ts";
 export {
+  isMetadataOnly,
+  metadataOnly,
+  type MetadataOnlyResource,
+  type PartialObjectMetadata,
+} from "./src/core/metadata_only.ts";
+export {
   gvkString,
   type ObjectOf,
   pluralize,

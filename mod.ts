@@ -51,6 +51,7 @@ export {
   type DefineResourceOptions,
 } from "./src/schema/define_resource.ts";
 export { type ObjectOf, type Resource, resource } from "./src/core/resource.ts";
+export { metadataOnly } from "./src/core/metadata_only.ts";
 export { cel, listMap, listType, mapType } from "./src/schema/schema.ts";
 export { z } from "./src/util/zod.ts";
 

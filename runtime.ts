@@ -2,7 +2,8 @@
  * The machinery under `reconcile` and `operator`, each piece usable on its own, bottom to
  * top: a resilient {@linkcode watch} stream of {@linkcode ObjectEvent}s, an indexed
  * {@linkcode Store} kept current by an {@linkcode Informer} (shared per kind and query by an
- * {@linkcode InformerFactory}), a de-duplicating {@linkcode WorkQueue} with rate limiters,
+ * {@linkcode InformerFactory}) and read through a {@linkcode CacheReader}, a de-duplicating
+ * {@linkcode WorkQueue} with rate limiters,
  * the {@linkcode ControllerRuntime} that runs one controller, and the {@linkcode Manager}
  * that runs many with leader election, health probes, Events and structured logs.
  *
@@ -61,6 +62,14 @@ export {
   type InformerFactoryOptions,
   type InformerQuery,
 } from "./src/runtime/cache/informer_factory.ts";
+export {
+  type CachedSource,
+  type CacheGetOptions,
+  type CacheListOptions,
+  type CacheReader,
+  InformerReader,
+  type InformerReaderOptions,
+} from "./src/runtime/cache/reader.ts";
 
 // Work queue
 export {
@@ -95,6 +104,12 @@ export {
   TerminalError,
   type WatchSpec,
 } from "./src/runtime/controller/reconcile.ts";
+export type {
+  CachedKind,
+  CacheRole,
+  CacheScope,
+  CacheSpec,
+} from "./src/runtime/controller/caches.ts";
 export {
   and,
   annotationsChanged,

@@ -33,6 +33,11 @@ export interface RequestSpec {
   body?: unknown;
   /** Content type of the body. */
   contentType?: string;
+  /**
+   * `Accept` header, e.g. for `PartialObjectMetadata`.
+   * @default "application/json"
+   */
+  accept?: string;
   /** What the request addresses, for errors. */
   target: ApiErrorTarget;
   /** Cancels the request, including reading its body. */
@@ -150,7 +155,7 @@ export class Transport {
   async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
     const headers: Record<string, string> = {
       ...creds.headers,
-      "Accept": "application/json",
+      "Accept": spec.accept ?? "application/json",
       "User-Agent": this.#options.userAgent,
     };
     let body: string | undefined;

@@ -18,6 +18,7 @@ import { queryString, resourcePath } from "./_url.ts";
 import { type ClusterAccess, loadKubeconfig } from "./kubeconfig.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
+import { isMetadataOnly, METADATA_ACCEPT, METADATA_LIST_ACCEPT } from "../core/metadata_only.ts";
 import type {
   ApplyObject,
   ApplyOptions,
@@ -186,6 +187,8 @@ export class Client implements Disposable {
     const list = await this.#transport.json<ObjectList<T>>({
       method: "GET",
       path,
+      // A metadata-only view (`metadataOnly(Pod)`) asks for PartialObjectMetadataList.
+      ...(isMetadataOnly(res) ? { accept: METADATA_LIST_ACCEPT } : {}),
       target: target(res, "list", { namespace: res.namespaced ? options.namespace : undefined }),
       signal: options.signal,
     });
@@ -459,17 +462,28 @@ export class Client implements Disposable {
         sendInitialEvents: options.sendInitialEvents,
         resourceVersionMatch: options.resourceVersionMatch,
       }),
+      ...(isMetadataOnly(res) ? { accept: METADATA_ACCEPT } : {}),
       target: target(res, "watch", { namespace: res.namespaced ? options.namespace : undefined }),
       signal: controller.signal,
       timeoutMs: null,
     };
+    // PartialObjectMetadata events name meta.k8s.io; give them the real kind, as lists do.
+    const typed = isMetadataOnly(res);
     try {
       const response = await this.#transport.send(spec);
+      options.onConnected?.();
       if (!response.body) return;
       let events: AsyncIterable<unknown>;
       try {
         events = parseNdjson(response.body);
-        for await (const event of events) yield event as RawWatchEvent<T>;
+        for await (const event of events) {
+          const ev = event as RawWatchEvent<T>;
+          if (typed && ev.type !== "BOOKMARK" && ev.type !== "ERROR" && ev.object) {
+            ev.object.apiVersion = res.apiVersion;
+            ev.object.kind = res.kind;
+          }
+          yield ev;
+        }
       } catch (e) {
         if (e instanceof SyntaxError && !controller.signal.aborted) {
           throw new ConnectionError(
@@ -560,12 +574,15 @@ export class Client implements Disposable {
     subresource: string,
   ): Promise<T> {
     const namespace = this.#namespace(res, options);
-    return this.#transport.json<T>({
+    const meta = isMetadataOnly(res) && !subresource;
+    const got = this.#transport.json<T>({
       method: "GET",
       path: resourcePath(res, { namespace, name, subresource }),
+      ...(meta ? { accept: METADATA_ACCEPT } : {}),
       target: target(res, verb, { namespace, name, subresource }),
       signal: options.signal,
     });
+    return meta ? got.then((o) => ({ ...o, apiVersion: res.apiVersion, kind: res.kind })) : got;
   }
 
   #put<T extends KubeObject>(

@@ -231,13 +231,23 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
       rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
     } as KubeObject,
   );
-  if (rbac.namespaced.length) {
-    for (const ns of watch) {
-      rbacObjects.push(
-        role(meta(name, ns), rbac.namespaced),
-        binding("RoleBinding", meta(name, ns), "Role", name, subjects),
-      );
-    }
+  // A Role per namespace: the watched namespaces' rules, plus those of kinds cached only in
+  // some namespaces.
+  const roleNamespaces = [
+    ...(rbac.namespaced.length ? watch : []),
+    ...Object.keys(rbac.inNamespaces).filter((ns) =>
+      !(rbac.namespaced.length && watch.includes(ns))
+    ),
+  ];
+  for (const ns of roleNamespaces) {
+    const rules = [
+      ...(watch.includes(ns) ? rbac.namespaced : []),
+      ...(rbac.inNamespaces[ns] ?? []),
+    ];
+    rbacObjects.push(
+      role(meta(name, ns), rules),
+      binding("RoleBinding", meta(name, ns), "Role", name, subjects),
+    );
   }
   const own: [string, PolicyRule[]][] = [[`${name}-leader-election`, rbac.leaderElection]];
   if (webhooks.length) {

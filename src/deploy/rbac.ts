@@ -1,7 +1,8 @@
 /**
  * Least-privilege RBAC derived from what an operator's controllers touch, as controller-gen
  * derives it from `+kubebuilder:rbac` markers — except that here nothing is written by hand:
- * the controllers' `resource`, `owns`, `watches` and `finalizer` say it all.
+ * the controllers' `resource`, `owns`, `watches`, `reads` (their `caches`, with the namespaces
+ * each kind is cached in) and `finalizer` say it all.
  *
  * @module
  */
@@ -30,6 +31,11 @@ export interface OperatorRbac {
   cluster: PolicyRule[];
   /** Rules for a Role in each watched namespace; empty unless `scoped`. */
   namespaced: PolicyRule[];
+  /**
+   * Rules for a Role in one namespace, by namespace: kinds a controller caches only in some
+   * namespaces (a cache scope's `namespaces`), added to `namespaced` where both apply.
+   */
+  inNamespaces: Record<string, PolicyRule[]>;
   /** Rules for a Role in the operator's own namespace: the leader-election Lease. */
   leaderElection: PolicyRule[];
 }
@@ -75,29 +81,54 @@ export function deriveRbac(
 ): OperatorRbac {
   const cluster = new RuleSet();
   const namespaced = new RuleSet();
+  const perNamespace = new Map<string, RuleSet>();
   const scoped = options.scoped ?? false;
-  const where = (res: Resource) => res.namespaced && scoped ? namespaced : cluster;
+  let general = false;
   for (const c of controllers) {
+    // A kind cached only in some namespaces is granted only there.
+    const limits = (res: Resource) =>
+      res.namespaced
+        ? c.caches?.find((k) => k.resource.group === res.group && k.resource.plural === res.plural)
+          ?.namespaces
+        : undefined;
+    const where = (res: Resource) => {
+      const limit = limits(res);
+      if (!limit?.length) return [res.namespaced && scoped ? namespaced : cluster];
+      return limit.map((ns) => {
+        let set = perNamespace.get(ns);
+        if (!set) perNamespace.set(ns, set = new RuleSet());
+        return set;
+      });
+    };
+    const grant = (res: Resource, sub: string, verbs: readonly string[]) => {
+      for (const set of where(res)) set.add(res.group, res.plural + sub, verbs);
+    };
     const p = c.resource;
-    where(p).add(p.group, p.plural, [...READ, ...WRITE]);
-    where(p).add(p.group, `${p.plural}/status`, ["get", ...WRITE]);
+    // Events are recorded in the primary's namespace.
+    if (limits(p)?.length) {
+      for (const set of where(p)) set.add("", "events", ["create", "patch"]);
+    } else general = true;
+    for (const k of c.caches ?? []) grant(k.resource, "", READ);
+    grant(p, "", [...READ, ...WRITE]);
+    grant(p, "/status", ["get", ...WRITE]);
     // Setting a controller ownerReference with blockOwnerDeletion (what `owns` does) needs
     // update on the owner's finalizers where OwnerReferencesPermissionEnforcement is on
     // (OpenShift, hardened clusters), as a finalizer does everywhere.
-    if (c.finalizer || c.owns.length) where(p).add(p.group, `${p.plural}/finalizers`, WRITE);
-    for (const o of c.owns) where(o).add(o.group, o.plural, [...READ, ...OWN]);
-    for (const w of c.watches) where(w.resource).add(w.resource.group, w.resource.plural, READ);
+    if (c.finalizer || c.owns.length) grant(p, "/finalizers", WRITE);
+    for (const o of c.owns) grant(o, "", [...READ, ...OWN]);
+    for (const w of c.watches) grant(w.resource, "", READ);
   }
-  const general = scoped ? namespaced : cluster;
-  if (controllers.length) {
-    general.add("", "events", ["create", "patch"]);
-  }
-  for (const r of options.extraRules ?? []) general.addRule(r);
+  const rest = scoped ? namespaced : cluster;
+  if (general) rest.add("", "events", ["create", "patch"]);
+  for (const r of options.extraRules ?? []) rest.addRule(r);
   const lease = new RuleSet();
   lease.add("coordination.k8s.io", "leases", ["get", "create", "update"]);
   return {
     cluster: cluster.rules(),
     namespaced: namespaced.rules(),
+    inNamespaces: Object.fromEntries(
+      [...perNamespace.keys()].sort().map((ns) => [ns, perNamespace.get(ns)!.rules()]),
+    ),
     leaderElection: lease.rules(),
   };
 }

@@ -12,7 +12,7 @@ import type { Resource } from "../core/resource.ts";
 
 /**
  * What the operator's CLI reads from a controller: its name, the kind it reconciles, the
- * kinds it owns and watches, and its finalizer. Every `Controller` returned by `reconcile()`
+ * kinds it owns, watches and caches, and its finalizer. Every `Controller` returned by `reconcile()`
  * has this shape.
  */
 export interface OperatorController {
@@ -26,6 +26,15 @@ export interface OperatorController {
   readonly watches: readonly { readonly resource: Resource }[];
   /** The finalizer it adds to primaries, if any. */
   readonly finalizer?: string;
+  /**
+   * Every kind it caches (primary, owned, watched, read) and the namespaces each is limited
+   * to; RBAC grants `get`/`list`/`watch` on each, in those namespaces only.
+   * @default the primary, `owns` and `watches`, unlimited
+   */
+  readonly caches?: readonly {
+    readonly resource: Resource;
+    readonly namespaces?: readonly string[];
+  }[];
 }
 
 /** Where the operator's webhook server is reachable from the API server. */

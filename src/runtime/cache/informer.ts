@@ -20,12 +20,15 @@
  * - `synced()` resolves once the first complete list has been applied.
  * - Failures are retried forever (with backoff, see `watch()`); the current one is in
  *   `error`, handed to `onError` once per change of state, and cleared on recovery.
+ * - Objects are deeply frozen (after the transform) before they are stored: every reader
+ *   and handler shares them, and none can change the cache. Writing to one throws a
+ *   `TypeError`; `structuredClone(obj)` gives a mutable copy.
  *
  * ## Caveats
  *
  * Handlers run synchronously in event order: keep them quick (enqueue a key in a work
  * queue). A handler's exception or rejected promise is logged and does not stop the
- * informer. Objects are shared with the store: do not mutate them.
+ * informer.
  *
  * @module
  */
@@ -47,6 +50,7 @@ import {
 } from "../watch/watch.ts";
 import type { WatchError } from "../watch/watch_error.ts";
 import { describeQuery } from "../watch/watch_error.ts";
+import { deepFreeze } from "./_freeze.ts";
 
 const log = getLogger(["kubeno", "informer"]);
 
@@ -69,8 +73,8 @@ export interface InformerOptions<T> extends WatchQuery {
    */
   client?: WatchClient | Promise<WatchClient>;
   /**
-   * Applied to every object before it is stored; may mutate and return its argument.
-   * `null` stores objects as received.
+   * Applied to every object before it is stored (and frozen); may mutate and return its
+   * argument. `null` stores objects as received.
    * @default stripManagedFields
    */
   transform?: ((obj: T) => T) | null;
@@ -195,9 +199,10 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   constructor(resource: Resource<T>, options: InformerOptions<T> = {}) {
     this.resource = resource;
     this.#opts = options;
-    this.#transform = options.transform === null
-      ? (o) => o
+    const transform = options.transform === null
+      ? (o: T) => o
       : options.transform ?? stripManagedFields;
+    this.#transform = (o) => deepFreeze(transform(o));
     this.#clock = options.clock ?? realClock;
     this.store = new Store<T>({ indexes: options.indexes });
   }

@@ -7,6 +7,7 @@
 import type { Client } from "../../client/client.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
+import { isMetadataOnly } from "../../core/metadata_only.ts";
 import type { IndexFunc } from "./store.ts";
 import type { WatchClient, WatchQuery } from "../watch/watch.ts";
 import { Informer, type InformerOptions } from "./informer.ts";
@@ -24,11 +25,28 @@ export interface InformerQuery<T> extends WatchQuery {
    * @default {}
    */
   indexes?: Record<string, IndexFunc<T>>;
+  /**
+   * A transform for this informer instead of the factory's; informers with different
+   * transforms are not shared (the same function is).
+   * @default the factory's `transform`
+   */
+  transform?: (obj: T) => T;
+}
+
+const transformIds = new WeakMap<object, number>();
+let nextTransformId = 1;
+
+function transformId(fn: ((obj: any) => any) | undefined): string {
+  if (!fn) return "";
+  let id = transformIds.get(fn);
+  if (id === undefined) transformIds.set(fn, id = nextTransformId++);
+  return String(id);
 }
 
 /**
  * Hands out one shared {@linkcode Informer} per kind + namespace + label selector + field
- * selector, so two controllers watching the same query use one watch and one cache.
+ * selector (+ transform, and full or metadata-only), so two controllers watching the same
+ * query use one watch and one cache.
  *
  * Informers are started by {@linkcode InformerFactory.prototype.start}; those asked for
  * after it are started at once. Disposing the factory stops them all and closes the client
@@ -105,6 +123,8 @@ export class InformerFactory implements AsyncDisposable {
       query.namespace ?? "",
       query.labelSelector ?? "",
       query.fieldSelector ?? "",
+      isMetadataOnly(resource) ? "metadata" : "",
+      transformId(query.transform),
     ].join("\u0000");
     let inf = this.#informers.get(key) as Informer<T> | undefined;
     if (!inf) {
@@ -114,6 +134,7 @@ export class InformerFactory implements AsyncDisposable {
         namespace: query.namespace,
         labelSelector: query.labelSelector,
         fieldSelector: query.fieldSelector,
+        ...(query.transform ? { transform: query.transform } : {}),
       });
       this.#informers.set(key, inf);
       if (this.#started) inf.start();

@@ -9,6 +9,8 @@ import type { Condition, KubeObject, ObjectRef } from "../../core/object.ts";
 import { setControllerReference } from "../../core/owner.ts";
 import type { Controller, ReconcileContext, StatusOf } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
+import type { CacheReader } from "../cache/reader.ts";
+import { objectKey } from "../../core/object_key.ts";
 
 export interface ContextInit<T extends KubeObject> {
   controller: Controller<T>;
@@ -16,7 +18,12 @@ export interface ContextInit<T extends KubeObject> {
   events: EventRecorder;
   log: Logger;
   key: string;
+  /** The primary as reconcile gets it (a copy it may change). */
   primary: T;
+  /** The primary as the server last showed it (the cached, frozen object). */
+  cached: T;
+  /** Reads from the controller's cache. */
+  cache: CacheReader;
   signal: AbortSignal;
 }
 
@@ -39,18 +46,25 @@ export function reconcileContext<T extends KubeObject>(
     ...(m.namespace ? { namespace: m.namespace } : {}),
     ...(m.uid ? { uid: m.uid } : {}),
   };
+  // "Nothing changed" is judged against the server's state — the cached object, then what
+  // this context's own status writes returned — never against `obj`, which the reconcile
+  // may have changed before asking for the same values to be written.
+  let server: T = init.cached;
   const patchStatus = async (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> => {
-    const current = (obj as { status?: unknown }).status;
-    if (isSubset(status, current)) return obj;
-    return await client.patchStatus(
+    const known = objectKey(obj) === key ? server : undefined;
+    if (known && isSubset(status, (known as { status?: unknown }).status)) return obj;
+    const out = await client.patchStatus(
       res,
       obj.metadata.name!,
       { status } as unknown as MergePatch<T>,
       { namespace: obj.metadata.namespace, fieldManager, signal },
     );
+    if (objectKey(out) === key) server = out;
+    return out;
   };
   return {
     client,
+    cache: init.cache,
     log: init.log,
     events: init.events,
     controller: controller.name,

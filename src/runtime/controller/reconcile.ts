@@ -1,7 +1,12 @@
 /**
  * `reconcile(resource, {...})`: describe a level-based controller. The value it returns is a
  * description, not a running thing: the manager (`createManager`) runs it on shared informers,
- * and the operator CLI derives RBAC from its `resource`, `owns`, `watches` and `finalizer`.
+ * and the operator CLI derives RBAC from its `resource`, `owns`, `watches`, `reads` and
+ * `finalizer`.
+ *
+ * Reads come from the cache, writes go to the API server: every kind the controller names
+ * (its primary, `owns`, `watches`, `reads`) is cached, scoped as declared, and `ctx.cache`
+ * and map functions read it without a request. `ctx.client` stays for uncached reads.
  *
  * ## Flow
  *
@@ -18,6 +23,8 @@
  *   lead to one call.
  * - One call per key at a time; different keys run in parallel up to `maxConcurrent`.
  * - Objects that no longer exist are not reconciled.
+ * - `reconcile` gets its own copy of the primary (mutating it changes nothing else); what
+ *   `ctx.cache` and map functions return is frozen, so no reconcile can corrupt the cache.
  * - Returning `undefined` ends the work for this change; `requeue(ms)` runs it again after
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
  *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
@@ -34,6 +41,15 @@ import type { KubeObject, ObjectRef } from "../../core/object.ts";
 import type { Predicate } from "./predicates.ts";
 import type { Resource } from "../../core/resource.ts";
 import type { ObjectName } from "../../core/object_key.ts";
+import type { IndexFunc } from "../cache/store.ts";
+import type { CacheReader } from "../cache/reader.ts";
+import {
+  type CachedKind,
+  cachedKinds,
+  type CacheScope,
+  type CacheSpec,
+  cacheSpecOf,
+} from "./caches.ts";
 
 /** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
 export interface Requeue {
@@ -100,8 +116,15 @@ export class TerminalError extends Error {
  * @typeParam T The primary object type.
  */
 export interface ReconcileContext<T extends KubeObject> {
-  /** The manager's client (shared by all controllers). */
+  /** The manager's client (shared by all controllers), for writes and uncached reads. */
   readonly client: Client;
+  /**
+   * Reads from the manager's shared informers, without a request: the kinds this controller
+   * declares (its primary, `owns`, `watches`, `reads`), each as scoped. `get` of a namespaced
+   * kind defaults to the primary's namespace. Objects are frozen; reading an undeclared kind
+   * throws a `TypeError` naming the option to add.
+   */
+  readonly cache: CacheReader;
   /**
    * A logger (category `["kubeno", "controller", name]`) whose properties carry the
    * `controller` name, the object's `namespace` (empty when cluster-scoped), `name` and
@@ -132,7 +155,8 @@ export interface ReconcileContext<T extends KubeObject> {
   apply<U extends KubeObject>(res: Resource<U>, obj: ApplyObject<U>): Promise<U>;
   /**
    * Merge-patches the status subresource of `obj` (a primary object). Skips the request
-   * when the status already holds these values.
+   * when the server's status (the cached one, or the last one this context wrote) already
+   * holds these values — never judged from `obj`, which the reconcile may have changed.
    *
    * @param obj The object, as reconcile received it or as a write returned it.
    * @param status The status fields to set; `null` removes a field.
@@ -143,7 +167,7 @@ export interface ReconcileContext<T extends KubeObject> {
   /**
    * Sets one condition in `obj.status.conditions` with `metav1.Condition` semantics (see
    * `setCondition`) and merge-patches the status; `observedGeneration` defaults to the
-   * object's generation. Skips the request when nothing changed.
+   * object's generation. Skips the request when the server's status already holds it.
    *
    * @param obj The object.
    * @param condition The condition's type, status, reason and message.
@@ -156,14 +180,25 @@ export interface ReconcileContext<T extends KubeObject> {
 /** The `status` type of an object type, `never` when it has none. */
 export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
 
-/** A function from a watched object to the keys of the primaries it affects. */
-export type MapFunc<U> = (obj: U) => Iterable<string | ObjectName>;
+/**
+ * A function from a watched object to the primaries it affects: their keys, names, or the
+ * primaries themselves (e.g. from `cache.list(Primary, { index })`). `cache` reads the
+ * controller's cache, as `ctx.cache` does.
+ */
+export type MapFunc<U> = (
+  obj: U,
+  cache: CacheReader,
+) => Iterable<string | ObjectName | KubeObject>;
 
-/** One entry of `watches`: a kind, and how its objects map to primary keys. */
-export interface WatchSpec<U extends KubeObject = any> {
-  /** The kind to watch. */
-  readonly resource: Resource<U>;
-  /** The primary keys (`namespace/name`, `name`, or `{ name, namespace }`) to enqueue. */
+/**
+ * One entry of `watches`: a kind (with its cache scope and indexes), and how its objects map
+ * to primary keys.
+ */
+export interface WatchSpec<U extends KubeObject = any> extends CacheSpec<U> {
+  /**
+   * The primaries to enqueue: keys (`namespace/name`, `name`), `{ name, namespace }`, or
+   * primary objects.
+   */
   readonly map: MapFunc<U>;
   /**
    * Only events that pass every predicate are mapped.
@@ -177,8 +212,8 @@ export interface ReconcileOptions<T extends KubeObject> {
   /**
    * Brings the cluster in line with `obj`, the current state of a primary object.
    *
-   * @param obj The object from the cache; do not mutate it.
-   * @param ctx Client, logger, events and write helpers.
+   * @param obj The object, a copy of the cached one: changing it changes nothing else.
+   * @param ctx Cache, client, logger, events and write helpers.
    * @returns `undefined` when done, or `requeue(ms)`.
    */
   reconcile(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
@@ -197,15 +232,35 @@ export interface ReconcileOptions<T extends KubeObject> {
   finalizer?: string;
   /**
    * Kinds this controller creates and owns; a change to one whose controller ownerReference
-   * points at a primary reconciles that primary.
+   * points at a primary reconciles that primary. An entry is a kind (`metadataOnly(kind)` to
+   * cache metadata only) or `{ resource, namespaces, labelSelector, ..., indexes }`.
    * @default []
    */
-  owns?: readonly Resource<any>[];
+  owns?: readonly (Resource<any> | CacheSpec<any>)[];
   /**
-   * Other kinds to watch, each with a function mapping its objects to primary keys.
+   * Other kinds to watch, each with a function mapping its objects to primaries (it may read
+   * the cache, e.g. an index on the primary), and optionally a cache scope and indexes.
    * @default []
    */
   watches?: readonly WatchSpec<any>[];
+  /**
+   * Kinds `ctx.cache` and map functions read, cached but not watched for changes: a kind,
+   * its `metadataOnly(...)` view, or `{ resource, namespaces, ..., indexes }`. RBAC gets
+   * `get`/`list`/`watch` on them.
+   * @default []
+   */
+  reads?: readonly (Resource<any> | CacheSpec<any>)[];
+  /**
+   * Indexes on the primary kind by name, e.g. `{ byConfigMap: (app) => [key] }`, for
+   * `cache.list(Primary, { index: { byConfigMap: key } })` in map functions and reconciles.
+   * @default {}
+   */
+  indexes?: Readonly<Record<string, IndexFunc<T>>>;
+  /**
+   * Which primaries to cache (and so reconcile): namespaces, selectors, transform.
+   * @default every primary in the manager's namespaces
+   */
+  scope?: CacheScope<T>;
   /**
    * Filters events on primary objects: only those that pass all of them enqueue.
    * @default [] (every event)
@@ -243,6 +298,13 @@ export interface Controller<T extends KubeObject = any> {
   readonly owns: readonly Resource<any>[];
   /** Watched kinds and their mappings. */
   readonly watches: readonly WatchSpec<any>[];
+  /** Kinds read from the cache only. */
+  readonly reads: readonly Resource<any>[];
+  /**
+   * Every kind the controller caches, primary first, with its scope and indexes: what the
+   * manager starts informers for, what `ctx.cache` reads and what RBAC is derived from.
+   */
+  readonly caches: readonly CachedKind[];
   /** Predicates on primary events. */
   readonly predicates: readonly Predicate<T>[];
   /** Finalizer name, if any. */
@@ -266,10 +328,11 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  * @typeParam T The primary object type, inferred from `resource`.
  * @param resource The primary kind, e.g. one made with `defineResource`.
  * @param options The `reconcile` function, and optionally `finalize` + `finalizer`, `owns`,
- * `watches`, `predicates`, `maxConcurrent`, `name` and `fieldManager`.
+ * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `name` and
+ * `fieldManager`.
  * @returns A frozen controller description for a manager to run.
- * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, or the
- * finalizer is not a qualified name.
+ * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, the
+ * finalizer is not a qualified name, or a kind is declared twice with different scopes.
  * @throws {RangeError} When `maxConcurrent` is not a positive integer.
  *
  * @example A controller that owns ConfigMaps
@@ -327,11 +390,24 @@ export function reconcile<T extends KubeObject>(
       );
     }
   }
+  const owns = (options.owns ?? []).map(cacheSpecOf);
+  const reads = (options.reads ?? []).map(cacheSpecOf);
+  const caches = cachedKinds({
+    name,
+    primary: { ...options.scope, resource, indexes: options.indexes },
+    entries: [
+      ...owns.map((e) => ["owns", e] as const),
+      ...(options.watches ?? []).map((e) => ["watches", e] as const),
+      ...reads.map((e) => ["reads", e] as const),
+    ],
+  });
   return Object.freeze({
     name,
     resource,
-    owns: Object.freeze([...(options.owns ?? [])]),
+    owns: Object.freeze(owns.map((e) => e.resource)),
     watches: Object.freeze([...(options.watches ?? [])]),
+    reads: Object.freeze(reads.map((e) => e.resource)),
+    caches: Object.freeze(caches),
     predicates: Object.freeze([...(options.predicates ?? [])]),
     ...(finalizer !== undefined ? { finalizer, finalize } : {}),
     maxConcurrent,

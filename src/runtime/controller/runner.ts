@@ -5,11 +5,13 @@
  *
  * ## Flow
  *
- * Constructing the runtime asks the informer factory for the primary, owned and watched
- * kinds (one informer per namespace when scoped to namespaces) and adds handlers that turn
+ * Constructing the runtime asks the informer factory for every kind the controller caches
+ * (`controller.caches`: primary, owned, watched and read kinds, each with its scope and
+ * indexes; one informer per namespace when scoped to namespaces) and adds handlers that turn
  * events into keys: primary events that pass the predicates enqueue the object's key; owned
  * objects enqueue the primary their controller ownerReference names (old and new owner on
- * update); watched objects enqueue what their map function returns. `start()` waits until
+ * update); watched objects enqueue what their map function returns (it may read the cache).
+ * Read kinds get no handler. `ctx.cache` and map functions read those informers. `start()` waits until
  * those caches have synced, then runs `maxConcurrent` workers. `stop()` stops taking new
  * keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
  *
@@ -18,6 +20,7 @@
  * - A key is never reconciled by two workers at once (the work queue's promise).
  * - No reconcile starts before the controller's caches have synced, or after `stop()`.
  * - Objects absent from the cache are not reconciled.
+ * - Each reconcile gets its own copy of the primary; cached objects stay frozen.
  *
  * @module
  */
@@ -27,6 +30,9 @@ import type { Client } from "../../client/client.ts";
 import { EventRecorder } from "./events.ts";
 import { finalizer } from "./finalizer.ts";
 import type { Informer } from "../cache/informer.ts";
+import { type CachedSource, InformerReader } from "../cache/reader.ts";
+import { isMetadataOnly } from "../../core/metadata_only.ts";
+import type { CachedKind } from "./caches.ts";
 import type { InformerFactory } from "../cache/informer_factory.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { controllerOf } from "../../core/owner.ts";
@@ -131,6 +137,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #metrics?: ControllerMetricsHooks;
   readonly #namespaces?: readonly string[];
   readonly #primary: Informer<T>[];
+  readonly #primaryNamespaces: readonly string[] | undefined;
+  readonly #reader: InformerReader;
   readonly #all: Informer<any>[] = [];
   readonly #removers: Handlers[] = [];
   readonly #abort = new AbortController();
@@ -165,7 +173,21 @@ export class ControllerRuntime<T extends KubeObject> {
       metrics: options.metrics?.workqueue?.(controller.name),
     });
     const { informers } = options;
-    this.#primary = this.#scoped(informers, controller.resource);
+    const sources = new Map<string, CachedSource>();
+    for (const kind of controller.caches) {
+      sources.set(kindKey(kind.resource), this.#scoped(informers, kind));
+    }
+    const cached = (res: Resource<any>) => sources.get(kindKey(res))!;
+    this.#reader = new InformerReader([...sources.values()], {
+      owner: `controller "${controller.name}"`,
+      hint: (res) => {
+        const k = isMetadataOnly(res) ? `metadataOnly(${res.kind})` : res.kind;
+        return `add it to reads: [${k}] (or to owns or watches), or read it uncached through ctx.client`;
+      },
+    });
+    const primarySource = cached(controller.resource);
+    this.#primary = primarySource.informers as Informer<T>[];
+    this.#primaryNamespaces = primarySource.namespaces;
     for (const inf of this.#primary) {
       this.#watch(inf, (ev) => {
         if (controller.predicates.every((p) => p(ev))) this.queue.add(objectKey(ev.object));
@@ -173,29 +195,44 @@ export class ControllerRuntime<T extends KubeObject> {
     }
     const primary = controller.resource;
     for (const owned of controller.owns) {
-      for (const inf of this.#scoped(informers, owned)) {
+      for (const inf of cached(owned).informers) {
         this.#watch(inf, (ev) => {
+          const keys = new Set<string>();
           for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
             const ref = controllerOf(obj);
             if (!ref || ref.kind !== primary.kind || groupOf(ref.apiVersion) !== primary.group) {
               continue;
             }
             const namespace = primary.namespaced ? obj.metadata.namespace : undefined;
-            this.queue.add(objectKey({ namespace, name: ref.name }));
+            keys.add(objectKey({ namespace, name: ref.name }));
           }
+          this.#enqueue(keys);
         });
       }
     }
     for (const w of controller.watches) {
-      for (const inf of this.#scoped(informers, w.resource)) {
+      for (const inf of cached(w.resource).informers) {
         this.#watch(inf, (ev) => {
           if (!(w.predicates ?? []).every((p) => p(ev))) return;
+          const keys = new Set<string>();
           for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
-            for (const k of w.map(obj)) this.queue.add(typeof k === "string" ? k : objectKey(k));
+            for (const k of w.map(obj, this.#reader)) {
+              keys.add(typeof k === "string" ? k : objectKey(k));
+            }
           }
+          this.#enqueue(keys);
         });
       }
     }
+  }
+
+  /**
+   * Reads the controller's cache, as `ctx.cache` does (without a default namespace).
+   *
+   * @returns The reader.
+   */
+  get cache(): InformerReader {
+    return this.#reader;
   }
 
   /**
@@ -294,12 +331,36 @@ export class ControllerRuntime<T extends KubeObject> {
     return ok;
   }
 
-  #scoped<U extends KubeObject>(factory: InformerFactory, res: Resource<U>): Informer<U>[] {
-    const out = !res.namespaced || !this.#namespaces
-      ? [factory.for(res)]
-      : this.#namespaces.map((namespace) => factory.for(res, { namespace }));
-    for (const inf of out) if (!this.#all.includes(inf)) this.#all.push(inf);
-    return out;
+  #scoped(factory: InformerFactory, kind: CachedKind): CachedSource {
+    const res = kind.resource;
+    const namespaces = res.namespaced ? kind.namespaces ?? this.#namespaces : undefined;
+    const prefix = `${this.controller.name}/`;
+    const query = {
+      labelSelector: kind.labelSelector,
+      fieldSelector: kind.fieldSelector,
+      transform: kind.transform,
+      // Index names are the controller's own: two controllers may both name one "byOwner".
+      indexes: Object.fromEntries(
+        Object.entries(kind.indexes).map(([name, fn]) => [prefix + name, fn]),
+      ),
+    };
+    const informers = namespaces
+      ? namespaces.map((namespace) => factory.for(res, { ...query, namespace }))
+      : [factory.for(res, query)];
+    for (const inf of informers) if (!this.#all.includes(inf)) this.#all.push(inf);
+    return {
+      resource: res,
+      informers,
+      ...(namespaces ? { namespaces } : {}),
+      indexes: Object.fromEntries(Object.keys(kind.indexes).map((name) => [name, prefix + name])),
+    };
+  }
+
+  // One add per key and event: the old and new state of an object usually map to the same
+  // primaries, and a key handed to a waiting worker by the first add would be queued again
+  // by the second.
+  #enqueue(keys: Set<string>): void {
+    for (const k of keys) this.queue.add(k);
   }
 
   #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: ObjectEvent<U>) => void): void {
@@ -309,7 +370,7 @@ export class ControllerRuntime<T extends KubeObject> {
   #get(key: string): T | undefined {
     if (this.#primary.length === 1) return this.#primary[0].get(key);
     const ns = parseObjectKey(key).namespace ?? "";
-    const i = this.#namespaces!.indexOf(ns);
+    const i = this.#primaryNamespaces!.indexOf(ns);
     return i < 0 ? undefined : this.#primary[i].get(key);
   }
 
@@ -333,11 +394,14 @@ export class ControllerRuntime<T extends KubeObject> {
   }
 
   async #process(key: string): Promise<void> {
-    const obj = this.#get(key);
-    if (!obj) {
+    const cached = this.#get(key);
+    if (!cached) {
       this.queue.forget(key);
       return;
     }
+    // The reconcile's own copy: it may change it; the frozen cached object stays as the
+    // server's state that "nothing changed" is judged against.
+    const obj = structuredClone(cached);
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
     const log = this.#log.with({
@@ -354,6 +418,8 @@ export class ControllerRuntime<T extends KubeObject> {
       log,
       key,
       primary: obj,
+      cached,
+      cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
       signal: this.#abort.signal,
     });
     const started = performance.now();
@@ -409,6 +475,10 @@ export class ControllerRuntime<T extends KubeObject> {
       ...(error !== undefined ? { error } : {}),
     });
   }
+}
+
+function kindKey(res: Resource<any>): string {
+  return `${res.apiVersion}\u0000${res.kind}\u0000${isMetadataOnly(res)}`;
 }
 
 function groupOf(apiVersion: string): string {
