@@ -1,0 +1,225 @@
+// The kubebuilder CronJob tutorial (examples/cronjob.ts) end to end, driven as a user drives
+// it: `install`, the operator running in the background, CronJobs applied against a real
+// control plane with workloads, so that Jobs' pods run on kwok's fake nodes. Schedules are
+// seconds-level (`*/2 * * * * *`) so runs come every two seconds; kwok's per-pod stage
+// annotations decide whether a Job's pod completes at once or runs for an hour.
+import assert from "node:assert/strict";
+import { createClient, Event, isNotFound, Job } from "../mod.ts";
+import { startControlPlane } from "../testing.ts";
+import { CronJob, type CronJobObject, SCHEDULED_AT } from "../examples/cronjob.ts";
+import { waitFor } from "./_helpers.ts";
+
+const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
+const NS = "default";
+
+/** kwok stage annotations: the pod becomes ready at once and completes after `complete`. */
+function kwokTiming(complete: string): Record<string, string> {
+  return {
+    "pod-ready.stage.kwok.x-k8s.io/delay": "0s",
+    "pod-ready.stage.kwok.x-k8s.io/jitter-delay": "0s",
+    "pod-complete.stage.kwok.x-k8s.io/delay": complete,
+    "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "0s",
+  };
+}
+
+function cronJob(
+  name: string,
+  spec: Partial<CronJobObject["spec"]>,
+  complete: string,
+): Omit<CronJobObject, "status"> {
+  return {
+    apiVersion: CronJob.apiVersion,
+    kind: CronJob.kind,
+    metadata: { name, namespace: NS },
+    spec: {
+      schedule: "*/2 * * * * *",
+      concurrencyPolicy: "Allow",
+      successfulJobsHistoryLimit: 3,
+      failedJobsHistoryLimit: 1,
+      ...spec,
+      jobTemplate: {
+        spec: {
+          backoffLimit: 0,
+          template: {
+            metadata: { annotations: kwokTiming(complete) },
+            spec: {
+              containers: [{ name: "hello", image: "busybox:1.36", args: ["echo", "hello"] }],
+              restartPolicy: "Never",
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, suspend, GC", async (t) => {
+  await using cp = await startControlPlane({ workloads: true });
+  using client = await createClient({ kubeconfig: cp.kubeconfigPath, fieldManager: "tester" });
+  const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
+  const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
+
+  const jobsOf = async (cron: string) =>
+    (await client.list(Job, { namespace: NS })).items.filter((j) =>
+      j.metadata.ownerReferences?.some((o) => o.kind === "CronJob" && o.name === cron)
+    );
+  const created = async (cron: string) =>
+    (await client.list(Event, { namespace: NS })).items.filter((e) =>
+      e.reason === "SuccessfulCreate" && e.involvedObject?.name === cron &&
+      e.involvedObject?.kind === "CronJob"
+    ).reduce((n, e) => n + ((e as { count?: number }).count ?? 1), 0);
+  const finished = (j: Job) =>
+    j.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True");
+
+  await t.step("install applies the CRD", async () => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", EXAMPLE, "install", kubeconfig],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    await waitFor(() => client.list(CronJob, { namespace: NS }).then(() => true), {
+      what: "cronjobs.batch.kubeno.dev to be served",
+    });
+  });
+
+  const operator = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--quiet",
+      EXAMPLE,
+      "run",
+      kubeconfig,
+      `--namespace=${NS}`,
+      "--metrics-bind-address=0",
+      "--health-probe-bind-address=0",
+    ],
+    env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let logs = "";
+  const logPump = (async () => {
+    for await (const chunk of operator.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
+  })();
+  const logLines = (re: RegExp) => logs.split("\n").filter((l) => re.test(l));
+
+  try {
+    await t.step(
+      "a schedule creates Jobs on time; the history limit deletes old ones",
+      async () => {
+        await client.create(CronJob, cronJob("every2", { successfulJobsHistoryLimit: 2 }, "0s"));
+        const seen = new Map<string, Job>();
+        await waitFor(async () => {
+          const jobs = await jobsOf("every2");
+          for (const j of jobs) seen.set(j.metadata.name!, j);
+          const done = jobs.filter(finished);
+          return seen.size >= 5 && done.length <= 2 && jobs.length < seen.size && jobs;
+        }, { timeoutMs: 120_000, intervalMs: 200, what: "5 runs of every2, old ones deleted" });
+        const times = [...seen.values()].map((j) => {
+          const at = Date.parse(j.metadata.annotations![SCHEDULED_AT]);
+          assert.equal(at % 2_000, 0, `${j.metadata.name} is scheduled on the schedule`);
+          assert.equal(j.metadata.name, `every2-${at / 1_000}`);
+          assert.ok(
+            Date.parse(j.metadata.creationTimestamp!) >= at - 1_000,
+            `${j.metadata.name} was not created before its time`,
+          );
+          return at;
+        }).sort((a, b) => a - b);
+        assert.equal(new Set(times).size, times.length, "one Job per scheduled time");
+        const cron = await client.get(CronJob, "every2", { namespace: NS });
+        assert.ok(Date.parse(cron.status!.lastScheduleTime!) >= times.at(-1)!);
+        const remaining = await jobsOf("every2");
+        assert.ok(remaining.filter(finished).length <= 2, "at most 2 successful Jobs kept");
+        console.log(
+          `every2: ${seen.size} Jobs seen at ${
+            times.map((t) => new Date(t).toISOString().slice(11, 19)).join(", ")
+          }; ${remaining.length} kept`,
+        );
+      },
+    );
+
+    await t.step("Forbid skips a run while a Job is active", async () => {
+      await client.create(CronJob, cronJob("forbid", { concurrencyPolicy: "Forbid" }, "1h"));
+      await waitFor(async () => {
+        const c = await client.get(CronJob, "forbid", { namespace: NS });
+        return c.status?.active?.length === 1;
+      }, { timeoutMs: 60_000, what: "forbid's first Job to be active" });
+      const skips = /CronJob "?default\/forbid"? skips its run/;
+      await waitFor(() => logLines(skips).length >= 2, {
+        timeoutMs: 60_000,
+        what: "two runs of forbid to be skipped",
+      });
+      const jobs = await jobsOf("forbid");
+      assert.equal(jobs.length, 1, "no second Job while the first is active");
+      assert.equal(await created("forbid"), 1);
+    });
+
+    await t.step("Replace replaces the active Job", async () => {
+      await client.create(CronJob, cronJob("replace", { concurrencyPolicy: "Replace" }, "1h"));
+      const first = await waitFor(async () => (await jobsOf("replace"))[0], {
+        timeoutMs: 60_000,
+        what: "replace's first Job",
+      });
+      await waitFor(async () => {
+        const jobs = await jobsOf("replace");
+        const gone = !jobs.some((j) =>
+          j.metadata.uid === first.metadata.uid && !j.metadata.deletionTimestamp
+        );
+        return gone && jobs.some((j) => j.metadata.uid !== first.metadata.uid);
+      }, { timeoutMs: 60_000, what: "the first Job to be replaced by a newer one" });
+      assert.ok(logLines(/deleted Job "?replace-\d+"?: replaced/).length >= 1);
+      const cron = await waitFor(async () => {
+        const c = await client.get(CronJob, "replace", { namespace: NS });
+        return c.status?.active?.length === 1 && c.status.active[0].uid !== first.metadata.uid &&
+          c;
+      }, { what: "status.active to name only the newest Job" });
+      assert.equal(cron.status?.active?.length, 1);
+    });
+
+    await t.step("suspend stops scheduling", async () => {
+      await client.patch(CronJob, "every2", { spec: { suspend: true } }, { namespace: NS });
+      const suspendedAt = Date.now();
+      const skips = /CronJob "?default\/every2"? is suspended; skipping its run/;
+      await waitFor(() => logLines(skips).length >= 2, {
+        timeoutMs: 60_000,
+        what: "two runs of every2 to be skipped while suspended",
+      });
+      const late = (await jobsOf("every2")).filter((j) =>
+        Date.parse(j.metadata.annotations![SCHEDULED_AT]) > suspendedAt
+      );
+      assert.deepEqual(late.map((j) => j.metadata.name), [], "no run after the suspend");
+    });
+
+    await t.step("deleting a CronJob garbage-collects its Jobs", async () => {
+      for (const name of ["every2", "forbid", "replace"]) {
+        await client.delete(CronJob, name, { namespace: NS });
+      }
+      await waitFor(async () => {
+        const left = await Promise.all(["every2", "forbid", "replace"].map(jobsOf));
+        return left.every((l) => l.length === 0);
+      }, { timeoutMs: 90_000, intervalMs: 250, what: "the Jobs to be garbage-collected" });
+      for (const name of ["every2", "forbid", "replace"]) {
+        const err = await client.get(CronJob, name, { namespace: NS }).catch((e) => e);
+        assert.ok(isNotFound(err));
+      }
+    });
+
+    await t.step("SIGTERM: the operator drains and exits 0", async () => {
+      operator.kill("SIGTERM");
+      const status = await operator.status;
+      await logPump;
+      const tail = logs.split("\n").slice(-30).join("\n");
+      assert.equal(status.code, 0, `exit ${status.code}; logs:\n${tail}`);
+    });
+  } finally {
+    try {
+      operator.kill("SIGKILL");
+    } catch { /* exited */ }
+    await operator.status;
+    await logPump.catch(() => {});
+  }
+});
