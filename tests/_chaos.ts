@@ -4,9 +4,11 @@
 // the kubelet restarts a container, while
 //
 //   1. Widgets are created (a few at a time, retried while the API server is away),
-//   2. at a third of them the API server restarts,
+//   2. at a third of them the API server crashes (SIGKILL) and starts again: a short outage,
+//      about 3-5 s here, that the leader should ride out with the default lease timings,
 //   3. at two thirds etcd is compacted, the leader is SIGKILLed and the API server restarts
-//      again at once, so the killed replica comes back while the API server is down,
+//      gracefully at once (SIGTERM: it drains open watches for up to 10 s), so the killed
+//      replica comes back while the API server is down,
 //   4. once the API server is back, `deletes` Widgets that had been reconciled (they carry the
 //      finalizer) are deleted while leadership is changing hands.
 //
@@ -129,9 +131,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     });
     creating.catch(() => {});
 
-    const restartApiServer = async (label: string) => {
+    const restartApiServer = async (label: string, crash: boolean) => {
       const started = Date.now();
-      await cp.stopApiServer();
+      await cp.stopApiServer({ crash });
       const stopped = Date.now();
       await cp.startApiServer();
       measure(
@@ -142,7 +144,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
 
     await waitFor(() => created >= n / 3, { what: "a third created", timeoutMs: 120_000 });
-    await restartApiServer("API server restart 1");
+    await restartApiServer("API server restart 1 (a crash: SIGKILL, then start)", true);
 
     await waitFor(() => created >= (2 * n) / 3, { what: "two thirds created", timeoutMs: 120_000 });
     // The Widgets to delete must carry the finalizer: wait until they were reconciled.
@@ -162,7 +164,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     killed?.kill("SIGKILL");
     const killedAt = Date.now();
     say(`${since()} SIGKILL to the leader ${leader.name}`);
-    await restartApiServer("API server restart 2 (right after the SIGKILL)");
+    await restartApiServer(
+      "API server restart 2 (graceful: SIGTERM, drained, then start; right after the SIGKILL)",
+      false,
+    );
 
     // Delete them while the Lease is still the dead leader's: no replica leads until it
     // expires, and the new leader finds them terminating.

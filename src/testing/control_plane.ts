@@ -222,14 +222,25 @@ export class ControlPlane implements AsyncDisposable {
     }
   }
 
-  /** Stops kube-apiserver while keeping etcd (a fault hook for resilience tests). */
-  async stopApiServer(): Promise<void> {
-    await this.#apiserver?.stop();
+  /**
+   * Stops kube-apiserver while keeping etcd (a fault hook for resilience tests).
+   *
+   * @param options `crash: true` kills it at once (SIGKILL), as the OOM killer would;
+   * otherwise it gets SIGTERM and drains, which takes up to 10 s (then SIGKILL) while clients
+   * hold watches open.
+   */
+  async stopApiServer(options: { crash?: boolean } = {}): Promise<void> {
+    if (options.crash) await this.#apiserver?.kill();
+    else await this.#apiserver?.stop();
   }
 
-  /** Stops and starts kube-apiserver on the same port with the same certificates. */
-  async restartApiServer(): Promise<void> {
-    await this.stopApiServer();
+  /**
+   * Stops and starts kube-apiserver on the same port with the same certificates.
+   *
+   * @param options `crash: true` kills it instead of stopping it gracefully.
+   */
+  async restartApiServer(options: { crash?: boolean } = {}): Promise<void> {
+    await this.stopApiServer(options);
     await this.startApiServer();
   }
 

@@ -3,7 +3,7 @@
 // Every binary runs under a tiny `sh` guard whose stdin is a pipe from this Deno process.
 // When that pipe closes — because stop() closed it, or because Deno exited for any reason,
 // SIGINT and SIGKILL included — the guard sends SIGTERM to the binary, then SIGKILL after a
-// grace period. No signal listeners are installed, so Ctrl-C keeps its default meaning for
+// grace period; kill() first writes "KILL" to the pipe, and the guard sends SIGKILL at once. No signal listeners are installed, so Ctrl-C keeps its default meaning for
 // the test runner, and nothing is left behind.
 
 // Background jobs of a non-interactive shell read /dev/null, so the pipe is kept on fd 3.
@@ -12,7 +12,8 @@ exec 3<&0
 log="$1"; shift
 "$@" </dev/null >>"$log" 2>&1 &
 pid=$!
-( cat <&3 >/dev/null; kill -TERM "$pid" 2>/dev/null; i=0
+( read -r sig <&3 || sig=TERM; [ "$sig" = KILL ] || sig=TERM
+  cat <&3 >/dev/null; kill -"$sig" "$pid" 2>/dev/null; i=0
   while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
   kill -KILL "$pid" 2>/dev/null ) &
 wait "$pid"
@@ -56,6 +57,12 @@ export class Supervised {
   async stop(): Promise<void> {
     await this.#stdin.close().catch(() => {});
     await this.exited;
+  }
+
+  /** Kills the binary at once (SIGKILL), as a crash or the OOM killer would, and waits for it. */
+  async kill(): Promise<void> {
+    await this.#stdin.write(new TextEncoder().encode("KILL\n")).catch(() => {});
+    await this.stop();
   }
 
   /** The last lines of the process's log, for error messages. */
