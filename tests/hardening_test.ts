@@ -20,6 +20,9 @@ import { freePort } from "../src/testing/process.ts";
 import { toYaml } from "../src/util/yaml.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { installStack, Stack } from "./_stack.ts";
+import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { informer } from "../src/runtime/cache/informer.ts";
+import { HealthChecks, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
@@ -420,6 +423,121 @@ Deno.test("review fixes against a real API server", async (t) => {
     }, { timeoutMs: 60_000, what: `plain /metrics; log:\n${op.log}` });
     assert.match(text, /^process_start_time_seconds /m);
   });
+
+  await t.step(
+    "watch health: a connection that fails after more than a second backs off and shows in /healthz",
+    async () => {
+      await using proxy = await startFaultProxy({ target: cp.server });
+      using viaProxy = await createClient({
+        kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
+      });
+      const ns = "slow-failures";
+      await admin.create(Namespace, { metadata: { name: ns } });
+      await using inf = informer(ConfigMap, {
+        client: viaProxy,
+        namespace: ns,
+        backoff: { initialMs: 200, maxMs: 2_000, jitter: 0 },
+      }).start();
+      await inf.synced();
+      // The watch delivers an event, so cutting it below is a healthy break (resumed at once,
+      // no error): any error after that comes from the reconnects.
+      await admin.create(ConfigMap, { metadata: { name: "seen", namespace: ns } });
+      await waitFor(() => inf.get({ name: "seen", namespace: ns }), { what: "a watch event" });
+      const failures: string[] = [];
+      const checks = new HealthChecks({
+        onFailure: (_kind, results) => {
+          for (const r of results) if (!r.ok) failures.push(String(r.error));
+        },
+      }).addHealthz("watches", watchesNotStalled(() => [inf], { maxSilenceMs: 1_000 }));
+      await using probes = await serveProbes(checks, { address: "127.0.0.1:0" });
+
+      // Every new connection now hangs 1.5 s without a byte (a TLS handshake that never
+      // completes), then closes; the watch's own connection is cut.
+      proxy.failNewConnections(1_500);
+      proxy.dropAll();
+      const before = proxy.acceptedConnections;
+      const error = await waitFor(() => inf.health().error, {
+        timeoutMs: 30_000,
+        what: "the failing reconnects to be reported as a watch error",
+      });
+      assert.equal(inf.health().healthy, false);
+      const body = await waitFor(async () => {
+        const res = await fetch(`${probes!.url}healthz?verbose`);
+        const text = await res.text();
+        return res.status === 500 ? text : undefined;
+      }, { what: "/healthz to fail" });
+      assert.match(body, /\[-\]watches failed/);
+      assert.ok(
+        failures.some((f) => f.includes("retrying after:")),
+        `the logged reason names the watch's failure: ${failures.join("; ")}`,
+      );
+      // Backing off: attempts spread out (each takes 1.5 s; the delays grow from 200 ms).
+      const tries = proxy.acceptedConnections - before;
+      console.log(`watch health: ${tries} attempts before the error surfaced: ${error.message}`);
+
+      proxy.failNewConnections(undefined);
+      await admin.create(ConfigMap, { metadata: { name: "after-outage", namespace: ns } });
+      await waitFor(() => inf.get({ name: "after-outage", namespace: ns }), {
+        timeoutMs: 30_000,
+        what: "the watch to recover through the proxy",
+      });
+      await waitFor(() => !inf.health().error, { what: "the error to clear" });
+    },
+  );
+
+  await t.step(
+    "informer: a transform or index function that throws during a relist leaves the store whole",
+    async () => {
+      const ns = "relist";
+      await admin.create(Namespace, { metadata: { name: ns } });
+      const cm = (name: string, v: string, labels?: Record<string, string>) =>
+        admin.create(ConfigMap, { metadata: { name, namespace: ns, labels }, data: { v } });
+      for (const name of ["b-keep", "m-change", "z-gone"]) await cm(name, "1");
+      await using proxy = await startFaultProxy({ target: cp.server });
+      using viaProxy = await createClient({
+        kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
+      });
+      await using inf = informer(ConfigMap, {
+        client: viaProxy,
+        namespace: ns,
+        backoff: { initialMs: 200, maxMs: 1_000 },
+        transform: (o) => {
+          if (o.metadata.labels?.boom === "transform") throw new Error("transform refused it");
+          return o;
+        },
+        indexes: {
+          v: (o) => {
+            if (o.metadata.labels?.boom === "index") throw new Error("index refused it");
+            return [o.data?.v ?? ""];
+          },
+        },
+      }).start();
+      await inf.synced();
+      // The informer's connection goes silent: it sees none of what follows as events.
+      proxy.stall(true);
+      // Named to come first in the list, before the objects the relist must still apply.
+      await cm("a-boom-index", "1", { boom: "index" });
+      await cm("a-boom-transform", "1", { boom: "transform" });
+      await admin.patch(ConfigMap, "m-change", { data: { v: "2" } }, { namespace: ns });
+      await admin.delete(ConfigMap, "z-gone", { namespace: ns });
+      await cm("n-new", "3");
+      // History gone: resuming from the informer's resourceVersion gets 410, so it relists.
+      await cp.compactEtcd();
+      await cp.restartApiServer();
+      proxy.stall(false);
+      await waitFor(() => inf.get({ name: "n-new", namespace: ns }), {
+        timeoutMs: 60_000,
+        what: "the relist to be applied",
+      });
+      const names = inf.list().map((o) => o.metadata.name).sort();
+      assert.deepEqual(names, ["b-keep", "m-change", "n-new"]);
+      assert.equal(inf.get({ name: "m-change", namespace: ns })?.data?.v, "2");
+      assert.deepEqual(inf.store.byIndex("v", "1").map((o) => o.metadata.name), ["b-keep"]);
+      assert.deepEqual(inf.store.byIndex("v", "2").map((o) => o.metadata.name), ["m-change"]);
+      assert.deepEqual(inf.store.indexValues("v").sort(), ["1", "2", "3"]);
+      assert.equal(inf.hasSynced, true);
+    },
+  );
 
   await t.step(
     "shutdown: a reconcile that never ends still leaves time to release the Lease",

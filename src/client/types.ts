@@ -125,6 +125,11 @@ export interface RawWatchOptions {
   resourceVersionMatch?: "NotOlderThan";
   /** Aborts the request; the iteration then throws the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Called once the response headers arrived (the watch is established), before any event;
+   * a watch that fails before that never connected.
+   */
+  onConnected?: () => void;
 }
 
 /** Options shared by every write. */

@@ -33,6 +33,7 @@ interface Pair {
  * `stall(true)`, no byte is forwarded in either direction on the connections that were open
  * then, and the proxy closes none of them, like a network path that died without a reset.
  * Connections made later work normally, as a fresh connection over a healthy path would.
+ * With `failNewConnections(ms)`, connections made later are held silent for `ms` and closed.
  *
  * @example Dropping connections
  * ```ts
@@ -63,6 +64,7 @@ export class FaultProxy implements AsyncDisposable {
   #accepted = 0;
   #upstreamFailures = 0;
   #closed = false;
+  #failNewAfterMs: number | undefined;
 
   /**
    * Prefer {@linkcode startFaultProxy}.
@@ -155,6 +157,17 @@ export class FaultProxy implements AsyncDisposable {
   }
 
   /**
+   * Makes new connections fail slowly, as a dead address or a hung TLS handshake does: each
+   * is accepted, held for `afterMs` without a byte in either direction, then closed.
+   * `undefined` forwards new connections again. Open connections are not affected.
+   *
+   * @param afterMs How long each new connection is held before it is closed.
+   */
+  failNewConnections(afterMs: number | undefined): void {
+    this.#failNewAfterMs = afterMs;
+  }
+
+  /**
    * Stops listening and closes every connection.
    *
    * @returns A promise that resolves once everything is closed.
@@ -203,6 +216,13 @@ export class FaultProxy implements AsyncDisposable {
       stalled: undefined,
     };
     this.#pairs.add(pair);
+    const failAfter = this.#failNewAfterMs;
+    if (failAfter !== undefined) {
+      const timer = setTimeout(() => this.#closePair(pair), failAfter);
+      await pair.closed.promise;
+      clearTimeout(timer);
+      return;
+    }
     try {
       pair.up = await Deno.connect(this.#target);
     } catch {

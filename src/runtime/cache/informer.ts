@@ -36,7 +36,7 @@ import { getLogger } from "../../util/log.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { ObjectName } from "../../core/object_key.ts";
+import { objectKey, type ObjectName } from "../../core/object_key.ts";
 import { type IndexFunc, Store, type StoreListOptions } from "./store.ts";
 import {
   type BackoffOptions,
@@ -436,7 +436,21 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     }
     switch (ev.type) {
       case "relisted": {
-        const changes = this.store.replace(ev.objects.map(this.#transform), ev.resourceVersion);
+        // One object whose transform or index throws must not cost the others: it keeps its
+        // previous version (or stays out), the rest of the list is applied, and the informer
+        // syncs.
+        const objects: T[] = [];
+        for (const raw of ev.objects) {
+          try {
+            objects.push(this.#transform(raw));
+          } catch (error) {
+            this.#rejected(raw, error);
+            const held = raw.metadata?.name ? this.store.get(objectKey(raw)) : undefined;
+            if (held) objects.push(held);
+          }
+        }
+        const changes = this.store.replace(objects, ev.resourceVersion);
+        for (const r of changes.rejected) this.#rejected(r.object, r.error);
         for (const object of changes.deleted) this.#emit({ type: "deleted", object });
         for (const object of changes.added) this.#emit({ type: "added", object });
         for (const u of changes.updated) {
@@ -462,6 +476,16 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
         break;
       }
     }
+  }
+
+  #rejected(obj: T, error: unknown): void {
+    log.error("Informer for {what} cannot cache {name}: {error}; keeping what it held", {
+      what: this.#what(),
+      name: `${obj.metadata?.namespace ? `${obj.metadata.namespace}/` : ""}${
+        obj.metadata?.name ?? "(no name)"
+      }`,
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
 
   #fail(error: WatchError): void {

@@ -46,6 +46,11 @@ export interface StoreChanges<T> {
   updated: { old: T; new: T }[];
   /** Objects that were in the store and are absent from the new list. */
   deleted: T[];
+  /**
+   * Objects of the new list that could not be stored, because they have no name or an index
+   * function threw on them; the version held before (if any) was kept instead.
+   */
+  rejected: { object: T; error: unknown }[];
 }
 
 interface Index<T> {
@@ -53,11 +58,18 @@ interface Index<T> {
   values: Map<string, Set<string>>;
 }
 
+/** An object's index values, computed once when it is stored: `[namespace, ...per index]`. */
+type IndexValues = string[][];
+
 /**
  * A map of objects by `namespace/name`, with a built-in namespace index and user indexes.
  *
  * Guarantees: every read reflects every write before it; index lookups and `list` return
- * the stored objects themselves, in no particular order.
+ * the stored objects themselves, in no particular order. Writes are all or nothing: an index
+ * function that throws leaves the store as it was (`upsert` throws; `replace` keeps the
+ * previous version of that one object and reports it in `rejected`), and an object is
+ * unindexed with the values computed when it was stored, never by calling the functions
+ * again.
  *
  * Caveats: objects are shared with every reader and are not copied; treat them as
  * read-only, or the cache and the cluster will disagree.
@@ -77,6 +89,7 @@ interface Index<T> {
  */
 export class Store<T extends KubeObject> {
   #items = new Map<string, T>();
+  #indexed = new Map<string, IndexValues>();
   #namespaces = new Map<string, Set<string>>();
   #indexes = new Map<string, Index<T>>();
   #resourceVersion: string | undefined;
@@ -119,9 +132,14 @@ export class Store<T extends KubeObject> {
     if (this.#indexes.has(name)) {
       throw new TypeError(`Cannot add index "${name}": an index of that name exists`);
     }
+    // Computed for every object first: a throwing function adds no index at all.
+    const computed = [...this.#items].map(([key, obj]) => [key, fn(obj)] as const);
     const index: Index<T> = { fn, values: new Map() };
     this.#indexes.set(name, index);
-    for (const [key, obj] of this.#items) addTo(index.values, fn(obj), key);
+    for (const [key, values] of computed) {
+      addTo(index.values, values, key);
+      this.#indexed.get(key)?.push(values);
+    }
   }
 
   /**
@@ -215,10 +233,9 @@ export class Store<T extends KubeObject> {
    */
   upsert(obj: T): T | undefined {
     const key = objectKey(obj);
+    const values = this.#values(obj);
     const old = this.#items.get(key);
-    if (old) this.#unindex(key, old);
-    this.#items.set(key, obj);
-    this.#index(key, obj);
+    this.#put(key, obj, values);
     this.#resourceVersion = obj.metadata.resourceVersion ?? this.#resourceVersion;
     return old;
   }
@@ -236,7 +253,7 @@ export class Store<T extends KubeObject> {
       this.#resourceVersion = key.metadata.resourceVersion;
     }
     if (!old) return undefined;
-    this.#unindex(k, old);
+    this.#unindex(k);
     this.#items.delete(k);
     return old;
   }
@@ -260,20 +277,37 @@ export class Store<T extends KubeObject> {
    * ```
    */
   replace(items: Iterable<T>, resourceVersion?: string): StoreChanges<T> {
-    const changes: StoreChanges<T> = { added: [], updated: [], deleted: [] };
-    const seen = new Set<string>();
+    const changes: StoreChanges<T> = { added: [], updated: [], deleted: [], rejected: [] };
+    // First everything that can throw, per object: its key (a nameless object is rejected)
+    // and its index values (a throwing index keeps that object's previous version).
+    const next = new Map<string, { obj: T; values: IndexValues } | undefined>();
     for (const obj of items) {
-      const key = objectKey(obj);
-      seen.add(key);
-      const old = this.upsert(obj);
-      if (!old) changes.added.push(obj);
-      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
-        changes.updated.push({ old, new: obj });
+      let key: string;
+      try {
+        key = objectKey(obj);
+      } catch (error) {
+        changes.rejected.push({ object: obj, error });
+        continue;
+      }
+      try {
+        next.set(key, { obj, values: this.#values(obj) });
+      } catch (error) {
+        changes.rejected.push({ object: obj, error });
+        next.set(key, undefined); // seen: not deleted, not replaced
       }
     }
-    for (const [key, obj] of this.#items) {
-      if (!seen.has(key)) {
-        this.#unindex(key, obj);
+    for (const [key, entry] of next) {
+      if (!entry) continue;
+      const old = this.#items.get(key);
+      this.#put(key, entry.obj, entry.values);
+      if (!old) changes.added.push(entry.obj);
+      else if (old.metadata.resourceVersion !== entry.obj.metadata.resourceVersion) {
+        changes.updated.push({ old, new: entry.obj });
+      }
+    }
+    for (const [key, obj] of [...this.#items]) {
+      if (!next.has(key)) {
+        this.#unindex(key);
         this.#items.delete(key);
         changes.deleted.push(obj);
       }
@@ -298,14 +332,31 @@ export class Store<T extends KubeObject> {
     return out;
   }
 
-  #index(key: string, obj: T): void {
-    addTo(this.#namespaces, [obj.metadata.namespace ?? ""], key);
-    for (const index of this.#indexes.values()) addTo(index.values, index.fn(obj), key);
+  /** Every index value of `obj`; throws what an index function throws, changing nothing. */
+  #values(obj: T): IndexValues {
+    const out: IndexValues = [[obj.metadata.namespace ?? ""]];
+    for (const index of this.#indexes.values()) out.push([...index.fn(obj)]);
+    return out;
   }
 
-  #unindex(key: string, obj: T): void {
-    removeFrom(this.#namespaces, [obj.metadata.namespace ?? ""], key);
-    for (const index of this.#indexes.values()) removeFrom(index.values, index.fn(obj), key);
+  /** Stores `obj` under `key` with its precomputed values; cannot throw. */
+  #put(key: string, obj: T, values: IndexValues): void {
+    this.#unindex(key);
+    this.#items.set(key, obj);
+    this.#indexed.set(key, values);
+    addTo(this.#namespaces, values[0], key);
+    let i = 1;
+    for (const index of this.#indexes.values()) addTo(index.values, values[i++] ?? [], key);
+  }
+
+  /** Removes `key` from every index, with the values it was indexed under. */
+  #unindex(key: string): void {
+    const values = this.#indexed.get(key);
+    if (!values) return;
+    this.#indexed.delete(key);
+    removeFrom(this.#namespaces, values[0], key);
+    let i = 1;
+    for (const index of this.#indexes.values()) removeFrom(index.values, values[i++] ?? [], key);
   }
 }
 

@@ -120,3 +120,37 @@ Deno.test("Store replace() diffs 10,000 objects", () => {
   assert.equal(changes.deleted.length, 1_000);
   assert.equal(s.list({ namespace: "ns-3" }).length, 900);
 });
+
+Deno.test("Store writes are all or nothing when an index function throws", () => {
+  const bad = (o: KubeObject) => {
+    if (o.metadata.labels?.bad) throw new Error(`bad ${o.metadata.name}`);
+    return [o.metadata.labels?.app ?? ""];
+  };
+  const s = new Store<KubeObject>({ indexes: { app: bad } });
+  const a = cm("a", "x", "1", { app: "1" });
+  const b = cm("b", "x", "1");
+  s.replace([a, b], "1");
+  // upsert throws and leaves the store as it was.
+  const badA = {
+    metadata: { name: "a", namespace: "x", resourceVersion: "2", labels: { bad: "y" } },
+  };
+  assert.throws(() => s.upsert(badA), /bad a/);
+  assert.equal(s.get("x/a"), a);
+  assert.deepEqual(s.byIndex("app", "1").map(objectKey), ["x/a"]);
+  // replace keeps the previous version of the rejected object and applies the rest.
+  const newC = cm("c", "x", "3");
+  const changes = s.replace([badA, newC, { metadata: {} } as KubeObject], "3");
+  assert.deepEqual(changes.rejected.map((r) => r.object.metadata.name), ["a", undefined]);
+  assert.deepEqual(changes.deleted.map(objectKey), ["x/b"]);
+  assert.deepEqual(changes.added.map(objectKey), ["x/c"]);
+  assert.equal(s.get("x/a"), a, "the previous version is kept");
+  assert.deepEqual(s.keys().sort(), ["x/a", "x/c"]);
+  assert.deepEqual(s.byIndex("app", "1").map(objectKey), ["x/a"]);
+  // Unindexing uses the values computed at insertion, even if the function changed its mind.
+  let flip = false;
+  const t = new Store<KubeObject>({ indexes: { v: (o) => [flip ? "later" : o.metadata.name!] } });
+  t.upsert(cm("p", "x", "1"));
+  flip = true;
+  t.delete("x/p");
+  assert.deepEqual(t.indexValues("v"), []);
+});

@@ -324,7 +324,11 @@ export function watchesNotStalled(
       const h = inf.health();
       if (!h.synced || h.state === "stopped" || h.lastEventAt === undefined) continue;
       const silent = now - h.lastEventAt;
-      if (silent > maxSilenceMs) stalled.push(`"${inf.resource.kind}" silent for ${silent} ms`);
+      // A watch failing to reconnect says why.
+      const why = h.error ? ` (retrying after: ${h.error.message})` : "";
+      if (silent > maxSilenceMs) {
+        stalled.push(`"${inf.resource.kind}" silent for ${silent} ms${why}`);
+      }
     }
     if (stalled.length) throw new Error(`Watch stalled: ${stalled.join(", ")}`);
   };

@@ -119,6 +119,8 @@ export interface WatchClient {
       sendInitialEvents?: boolean;
       resourceVersionMatch?: "NotOlderThan";
       signal?: AbortSignal;
+      /** Called when the response headers arrived; clients that cannot tell may omit it. */
+      onConnected?: () => void;
     },
   ): AsyncIterable<RawWatchEvent<T>>;
   /**
@@ -509,7 +511,11 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     const dog = new Watchdog(this.#clock, this.#stallMs(), () => ctl.abort(STALLED));
     const started = this.#clock.now();
     let events = 0;
-    const healthy = () => events > 0 || this.#clock.now() - started >= 1_000;
+    let connected = false;
+    // Healthy means it worked: an event arrived, or the response headers did and the stream
+    // then lasted a second. A connection attempt that fails slowly (a dead address, a TLS
+    // handshake that hangs) is a failure that backs off, however long it took.
+    const healthy = () => events > 0 || (connected && this.#clock.now() - started >= 1_000);
     // Until the end bookmark of a watch-list: the objects streamed so far.
     let initial = sync ? new InitialEvents<T>() : undefined;
     this.#stats.watchRequests++;
@@ -525,6 +531,7 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
       resourceVersionMatch: sync ? "NotOlderThan" : undefined,
       timeoutSeconds: this.#opts.timeoutSeconds ?? 300 + Math.floor(Math.random() * 300),
       signal: ctl.signal,
+      onConnected: () => connected = true,
     })[Symbol.asyncIterator]();
     try {
       for (;;) {
