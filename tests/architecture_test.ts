@@ -68,13 +68,24 @@ const sources = modules.filter((m) => !m.path.endsWith("_test.ts"));
 /** The folder of a src/ module, e.g. `runtime/cache`. */
 const folderOf = (path: string) => dirname(relative("src", path));
 
+/**
+ * The generated built-in kinds (`deno task gen:kinds`) sit in `core/api/<group>/<version>.ts`,
+ * a folder per API group as Kubernetes and k8s-openapi lay them out, so no folder grows past
+ * the limit as groups are added. They belong to the core layer.
+ */
+const GENERATED = /^core\/api\/[a-z0-9]+$/;
+
+/** The layer of a src/ folder: the generated API folders are part of core. */
+const layerOf = (folder: string) => GENERATED.test(folder) ? "core" : folder;
+
 Deno.test("src/ has a folder per concept and no folder holds more than 15 source files", () => {
   const counts = new Map<string, number>();
   for (const m of sources) counts.set(folderOf(m.path), (counts.get(folderOf(m.path)) ?? 0) + 1);
   assert.ok(!counts.has("."), "no module sits directly in src/");
   for (const [folder, n] of counts) assert.ok(n <= 15, `src/${folder} holds ${n} source files`);
+  assert.ok(counts.has("core/api/core") && counts.has("core/api/apps"), "generated kinds exist");
   assert.deepEqual(
-    [...counts.keys()].sort(),
+    [...new Set([...counts.keys()].map(layerOf))].sort(),
     [...LOWER, ...UPPER, "schema", "testing"].sort(),
   );
 });
@@ -105,10 +116,10 @@ Deno.test("the lower layers import nothing from the layers above them", () => {
     return i < 0 ? Infinity : i;
   };
   for (const m of sources) {
-    const from = folderOf(m.path);
+    const from = layerOf(folderOf(m.path));
     if (!LOWER.includes(from)) continue;
     for (const i of m.imports.filter((i) => i.startsWith("src/"))) {
-      const to = folderOf(i);
+      const to = layerOf(folderOf(i));
       assert.ok(
         rank(to) <= rank(from),
         `${m.path} (layer ${from}) imports ${i} (layer ${to}), which sits above it`,
