@@ -540,6 +540,78 @@ Deno.test("review fixes against a real API server", async (t) => {
   );
 
   await t.step(
+    "conditions: a condition another writer set while a reconcile ran is never lost",
+    async () => {
+      const ns = "conditions";
+      await admin.create(Namespace, { metadata: { name: ns } });
+      // Every version of the object, as the API server stored it.
+      const history: string[][] = [];
+      await using seen = informer(Stack, { client: admin, namespace: ns }).start();
+      seen.onEvent((ev) => {
+        if (ev.type !== "deleted") {
+          history.push((ev.object.status?.conditions ?? []).map((c) => c.type).sort());
+        }
+      });
+      const reached = Promise.withResolvers<void>();
+      const gate = Promise.withResolvers<void>();
+      let reconciles = 0;
+      const controller = reconcile(Stack, {
+        name: "stack-conditions",
+        async reconcile(stack, ctx) {
+          if (++reconciles === 1) {
+            // Hold the first reconcile with the object as it was read.
+            reached.resolve();
+            await gate.promise;
+          }
+          await ctx.setCondition(stack, {
+            type: "Ready",
+            status: "True",
+            reason: "Reconciled",
+            message: `value ${stack.spec.value}`,
+          });
+        },
+      });
+      const stop = new AbortController();
+      const running = createManager({ client: admin, controllers: [controller], namespaces: [ns] })
+        .start(stop.signal);
+      try {
+        await admin.create(Stack, { metadata: { name: "s", namespace: ns }, spec: { value: "1" } });
+        await reached.promise;
+        // Another controller sets its own condition meanwhile.
+        await admin.patchStatus(Stack, "s", {
+          status: {
+            conditions: [{
+              type: "External",
+              status: "True",
+              reason: "Other",
+              message: "set by another writer",
+              lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+            }],
+          },
+        }, { namespace: ns });
+        gate.resolve();
+        await waitFor(async () => {
+          const s = await admin.get(Stack, "s", { namespace: ns });
+          const types = (s.status?.conditions ?? []).map((c) => c.type).sort();
+          return types.join() === "External,Ready";
+        }, { what: "both conditions on the object" });
+        const external = history.findIndex((v) => v.includes("External"));
+        assert.ok(external >= 0);
+        for (const v of history.slice(external)) {
+          assert.ok(v.includes("External"), `a later version lost it: ${JSON.stringify(history)}`);
+        }
+        console.log(
+          `conditions: ${reconciles} reconciles; versions seen: ${JSON.stringify(history)}`,
+        );
+      } finally {
+        gate.resolve();
+        stop.abort();
+        await running;
+      }
+    },
+  );
+
+  await t.step(
     "shutdown: a reconcile that never ends still leaves time to release the Lease",
     async () => {
       const lease = "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator";

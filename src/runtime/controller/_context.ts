@@ -50,18 +50,31 @@ export function reconcileContext<T extends KubeObject>(
   // this context's own status writes returned — never against `obj`, which the reconcile
   // may have changed before asking for the same values to be written.
   let server: T = init.cached;
-  const patchStatus = async (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> => {
+  // A merge patch replaces lists whole: a list computed from an older state would drop what
+  // others wrote since (a condition set by another controller). Such a patch carries the
+  // resourceVersion it was computed from, so the server refuses it (409) instead, and the
+  // reconcile is retried on fresh state.
+  const writeStatus = async (
+    obj: T,
+    status: MergePatch<StatusOf<T>>,
+    computedFrom: string | undefined,
+  ): Promise<T> => {
     const known = objectKey(obj) === key ? server : undefined;
     if (known && isSubset(status, (known as { status?: unknown }).status)) return obj;
+    const guard = computedFrom && hasList(status)
+      ? { metadata: { resourceVersion: computedFrom } }
+      : {};
     const out = await client.patchStatus(
       res,
       obj.metadata.name!,
-      { status } as unknown as MergePatch<T>,
+      { ...guard, status } as unknown as MergePatch<T>,
       { namespace: obj.metadata.namespace, fieldManager, signal },
     );
     if (objectKey(out) === key) server = out;
     return out;
   };
+  const patchStatus = (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> =>
+    writeStatus(obj, status, obj.metadata.resourceVersion);
   return {
     client,
     cache: init.cache,
@@ -83,14 +96,28 @@ export function reconcileContext<T extends KubeObject>(
     },
     patchStatus,
     setCondition(obj: T, condition: ConditionInput): Promise<T> {
-      const current = (obj as { status?: { conditions?: Condition[] } }).status?.conditions;
+      // From the latest state this context knows (its own earlier writes included), so that
+      // consecutive calls keep each other's conditions; guarded by that state's version.
+      const base = objectKey(obj) === key ? server : obj;
+      const current = (base as { status?: { conditions?: Condition[] } }).status?.conditions;
       const next = setCondition(current, {
         ...condition,
         observedGeneration: condition.observedGeneration ?? obj.metadata.generation,
       });
-      return patchStatus(obj, { conditions: next } as unknown as MergePatch<StatusOf<T>>);
+      return writeStatus(
+        obj,
+        { conditions: next } as unknown as MergePatch<StatusOf<T>>,
+        base.metadata.resourceVersion,
+      );
     },
   };
+}
+
+/** Whether a merge patch holds a list anywhere (lists are replaced whole). */
+function hasList(patch: unknown): boolean {
+  if (Array.isArray(patch)) return true;
+  if (typeof patch !== "object" || patch === null) return false;
+  return Object.values(patch).some(hasList);
 }
 
 /** Whether applying merge patch `patch` to `target` would change nothing. */

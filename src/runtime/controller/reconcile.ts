@@ -158,21 +158,32 @@ export interface ReconcileContext<T extends KubeObject> {
    * when the server's status (the cached one, or the last one this context wrote) already
    * holds these values — never judged from `obj`, which the reconcile may have changed.
    *
+   * A merge patch replaces a list whole, so a patch holding a list (e.g. `conditions`) is
+   * sent with `obj`'s resourceVersion as a precondition: if the object changed since `obj`
+   * was read (another writer set a condition), the server answers 409 and the reconcile is
+   * retried on fresh state, instead of the other writer's update being lost.
+   *
    * @param obj The object, as reconcile received it or as a write returned it.
    * @param status The status fields to set; `null` removes a field.
    * @returns The object as stored, or `obj` when nothing changed.
-   * @throws {ApiError} When the server refuses the patch.
+   * @throws {ApiError} When the server refuses the patch; `isConflict(err)` when a patch
+   * holding a list was computed from an outdated `obj` (retried like any failure).
    */
   patchStatus(obj: T, status: MergePatch<StatusOf<T>>): Promise<T>;
   /**
    * Sets one condition in `obj.status.conditions` with `metav1.Condition` semantics (see
    * `setCondition`) and merge-patches the status; `observedGeneration` defaults to the
    * object's generation. Skips the request when the server's status already holds it.
+   * The list is computed from the latest state this context knows (its own earlier writes
+   * included) and sent with that state's resourceVersion as a precondition, so a condition
+   * another writer set meanwhile is never dropped: the server answers 409 and the reconcile
+   * is retried.
    *
    * @param obj The object.
    * @param condition The condition's type, status, reason and message.
    * @returns The object as stored, or `obj` when nothing changed.
-   * @throws {ApiError} When the server refuses the patch.
+   * @throws {ApiError} When the server refuses the patch; `isConflict(err)` when the object
+   * changed since the state the conditions were computed from.
    */
   setCondition(obj: T, condition: ConditionInput): Promise<T>;
 }
