@@ -157,13 +157,14 @@ export function limitCommand(peers: Peers, kubeconfig: string, namespace: string
 
 /** The informer-sync contenders. */
 export function informerCommand(
-  who: "kubeno" | "client-go" | "client-node",
+  who: "kubeno" | "kubeno-metadata" | "client-go" | "client-node",
   peers: Peers,
   kubeconfig: string,
   namespace: string,
 ): Command {
   switch (who) {
     case "kubeno":
+    case "kubeno-metadata":
       return {
         cmd: "deno",
         args: [
@@ -175,6 +176,7 @@ export function informerCommand(
           kubeconfig,
           "--namespace",
           namespace,
+          ...(who === "kubeno-metadata" ? ["--metadata"] : []),
         ],
       };
     case "client-go":

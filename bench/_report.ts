@@ -161,7 +161,20 @@ export function renderMarkdown(r: Results): string {
       } | ${ratio(k?.rssAfterMiB, b?.rssAfterMiB)} | ${ratio(k?.peakRssMiB, b?.peakRssMiB)} | ${
         ratio(k?.cpuSec, b?.cpuSec)
       } |`;
-    lines.push(row("kubeno / client-go", g), row("kubeno / client-node", n), "");
+    lines.push(row("kubeno / client-go", g), row("kubeno / client-node", n));
+    const md = c["kubeno-metadata"];
+    if (md) {
+      lines.push(
+        `| **kubeno metadata-only / kubeno full** | ${ratio(md.syncMs, k?.syncMs)} | ${
+          ratio(md.spawnToSyncedMs, k?.spawnToSyncedMs)
+        } | ${ratio(md.bytesPerObject, k?.bytesPerObject)} | ${
+          ratio(md.heapBytesPerObject, k?.heapBytesPerObject)
+        } | ${ratio(md.rssAfterMiB, k?.rssAfterMiB)} | ${ratio(md.peakRssMiB, k?.peakRssMiB)} | ${
+          ratio(md.cpuSec, k?.cpuSec)
+        } |`,
+      );
+    }
+    lines.push("");
   }
   if (s.latency) {
     const c = s.latency.median;

@@ -1,19 +1,25 @@
-// kubeno's informer-sync contender: informer() over the ConfigMaps of one namespace. Measures
+// kubeno's informer-sync contender: informer() over the ConfigMaps of one namespace (with
+// --metadata, over metadataOnly(ConfigMap): PartialObjectMetadata, no data). Measures
 // time from start to synced and resident memory after sync minus before, both read from
 // /proc/self/status VmRSS after a forced GC (as the Go and Node.js peers do), and the live
 // JS heap after minus before.
 //
-//   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS
+//   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS [--metadata]
 //
 // Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
 import { parseArgs } from "node:util";
 import { createClient } from "../src/client/client.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
+import { metadataOnly } from "../src/core/metadata_only.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
-  options: { kubeconfig: { type: "string" }, namespace: { type: "string", default: "default" } },
+  options: {
+    kubeconfig: { type: "string" },
+    namespace: { type: "string", default: "default" },
+    metadata: { type: "boolean", default: false },
+  },
 });
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
 
@@ -29,7 +35,9 @@ function memory(): { rssKiB: number; heapBytes: number } {
 
 const client = await createClient({ kubeconfig: args.kubeconfig });
 const before = memory();
-const cms = informer(ConfigMap, { client, namespace: args.namespace });
+const cms = args.metadata
+  ? informer(metadataOnly(ConfigMap), { client, namespace: args.namespace })
+  : informer(ConfigMap, { client, namespace: args.namespace });
 const start = performance.now();
 cms.start();
 await cms.synced();

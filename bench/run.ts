@@ -151,12 +151,18 @@ if (only.has("converge")) {
 if (only.has("informer")) {
   const runs = await repeat(
     "informer",
-    ["kubeno", "client-go", "client-node"],
+    ["kubeno", "kubeno-metadata", "client-go", "client-node"],
     (who) =>
       runInformer(
         ctx,
         size.m,
-        (kc, ns) => informerCommand(who as "kubeno" | "client-go" | "client-node", peers, kc, ns),
+        (kc, ns) =>
+          informerCommand(
+            who as "kubeno" | "kubeno-metadata" | "client-go" | "client-node",
+            peers,
+            kc,
+            ns,
+          ),
         who,
       ),
   );
@@ -197,6 +203,7 @@ if (only.has("micro")) {
     `${BENCH}workqueue_bench.ts`,
     `${BENCH}store_bench.ts`,
     `${BENCH}watch_decode_bench.ts`,
+    `${BENCH}cache_immutability_bench.ts`,
   ]);
 }
 

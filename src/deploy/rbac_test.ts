@@ -93,3 +93,35 @@ Deno.test("deriveRbac keeps rules with resourceNames as given, and nothing for n
   assert.deepEqual(rbac.cluster, [named]);
   assert.deepEqual(deriveRbac([]).cluster, []);
 });
+
+Deno.test("deriveRbac grants each cached kind in the namespaces it is cached in", () => {
+  const rbac = deriveRbac([
+    {
+      name: "widget",
+      resource: Widget,
+      owns: [ConfigMap],
+      watches: [],
+      caches: [
+        { resource: Widget, namespaces: ["apps"] },
+        { resource: ConfigMap, namespaces: ["apps"] },
+        { resource: Secret, namespaces: ["apps", "vault"] },
+        { resource: Cluster },
+      ],
+    },
+  ]);
+  assert.deepEqual(rbac.cluster, [
+    { apiGroups: ["example.com"], resources: ["zones"], verbs: ["get", "list", "watch"] },
+  ]);
+  assert.deepEqual(rbac.namespaced, []);
+  assert.deepEqual(Object.keys(rbac.inNamespaces), ["apps", "vault"]);
+  assert.deepEqual(rbac.inNamespaces.vault, [
+    { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch"] },
+  ]);
+  const apps = rbac.inNamespaces.apps;
+  const verbs = (res: string) => apps.find((r) => r.resources?.includes(res))?.verbs.join();
+  assert.equal(verbs("configmaps"), "get,list,watch,create,update,patch,delete");
+  assert.equal(verbs("events"), "create,patch", "events go where the primaries are");
+  assert.equal(verbs("secrets"), "get,list,watch");
+  assert.equal(verbs("widgets"), "get,list,watch,update,patch");
+  assert.equal(verbs("widgets/status"), "get,update,patch");
+});

