@@ -250,18 +250,19 @@ Deno.test("start-up: refusals exit at once, an absent or restarting API server i
       // its own /readyz passes, and when the operator's /readyz passes.
       let answeredAt = 0, apiReadyAt = 0, readyAt = 0;
       const watching = (async () => {
-        while (!readyAt && !operator.exited) {
+        while (!(readyAt && apiReadyAt) && !operator.exited) {
           if (!apiReadyAt) {
             const status = await cp.request("GET", "/readyz").then((r) => r.status, () => 0);
             if (status && !answeredAt) answeredAt = Date.now();
             if (status === 200) apiReadyAt = Date.now();
           }
-          if ((await probe(port, "readyz")) === 200) readyAt = Date.now();
-          else await new Promise((r) => setTimeout(r, 20));
+          if (!readyAt && (await probe(port, "readyz")) === 200) readyAt = Date.now();
+          await new Promise((r) => setTimeout(r, 20));
         }
       })();
       await cp.startApiServer();
       await waitFor(() => readyAt, { what: "the operator to become ready", timeoutMs: 60_000 });
+      await waitFor(() => apiReadyAt || operator.exited, { what: "the API server's /readyz" });
       await watching;
       assert.equal(operator.exited, false, operator.tail());
       assert.equal(await probe(port, "healthz"), 200);
@@ -280,9 +281,11 @@ Deno.test("start-up: refusals exit at once, an absent or restarting API server i
           states.join(" → ")
         }); the operator's /readyz passed ${
           readyAt - answeredAt
-        } ms after the API server first answered and ${
-          readyAt - apiReadyAt
-        } ms after its /readyz passed (the operator waited ${answered.json?.waitedMs} ms in all)`,
+        } ms after the API server first answered (${
+          readyAt >= apiReadyAt
+            ? `${readyAt - apiReadyAt} ms after`
+            : `${apiReadyAt - readyAt} ms before`
+        } its own /readyz passed; the operator waited ${answered.json?.waitedMs} ms in all)`,
       );
       operator.kill("SIGTERM");
       assert.equal((await operator.status).code, 0, operator.tail());
