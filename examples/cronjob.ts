@@ -175,7 +175,7 @@ export function jobFor(cron: CronJobObject, scheduled: number) {
         [SCHEDULED_AT]: new Date(scheduled).toISOString(),
       },
     },
-    spec: structuredClone(tpl.spec) as Job["spec"],
+    spec: structuredClone(tpl.spec) as unknown as Job["spec"],
   };
 }
 
