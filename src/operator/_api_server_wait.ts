@@ -143,7 +143,7 @@ export class ApiServerWait {
           : err;
         state = timeout.signal.aborted || isUnavailable(err)
           ? describeState(failure)
-          : await retryAlso?.(err, outer ?? NEVER).catch(() => undefined);
+          : await retryAlso?.(err, signal).catch(() => undefined);
         if (state === undefined) throw err;
       } finally {
         this.#clock.clearTimeout(timer);
@@ -205,7 +205,6 @@ export class ApiServerWait {
 }
 
 const NO_ANSWER = new DOMException("No answer in time", "TimeoutError");
-const NEVER = new AbortController().signal;
 
 /** `unreachable`, `503 ServiceUnavailable`, `no answer`: what a log line's state names. */
 function describeState(err: unknown): string {
