@@ -415,9 +415,6 @@ once the caches have synced (standbys included).`,
         if (waiting) serveEndpoints().catch((err) => endpointsFailed.abort(err));
       },
     });
-    probes.addReadyz("api-server", () => {
-      if (startup.waiting) throw new Error("Waiting for the Kubernetes API server");
-    });
     let startupFailure: StartupError | undefined;
     try {
       try {
