@@ -365,6 +365,37 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  * });
  * if (controller.name !== "secret" || controller.owns[0] !== ConfigMap) throw new Error();
  * ```
+ *
+ * @example Reading from the cache: a read kind, an index, an index-backed map function
+ * ```ts
+ * import { reconcile } from "./reconcile.ts";
+ * import { ConfigMap, Pod, Secret } from "../../core/kinds.ts";
+ * import { metadataOnly } from "../../core/metadata_only.ts";
+ * import { objectKey } from "../../core/object_key.ts";
+ * // Secrets naming, in an annotation, the ConfigMap they are built from.
+ * const source = (s: Secret) => s.metadata.annotations?.["example.com/source"];
+ * const controller = reconcile(Secret, {
+ *   reads: [metadataOnly(Pod)],
+ *   indexes: {
+ *     bySource: (s) => source(s) ? [objectKey({ namespace: s.metadata.namespace, name: source(s)! })] : [],
+ *   },
+ *   watches: [{
+ *     resource: ConfigMap,
+ *     map: (cm, cache) => cache.list(Secret, { index: { bySource: objectKey(cm) } }),
+ *   }],
+ *   reconcile(secret, ctx) {
+ *     const cm = ctx.cache.get(ConfigMap, source(secret) ?? ""); // no request: from the cache
+ *     const pods = ctx.cache.list(metadataOnly(Pod), { labelSelector: { app: "web" } });
+ *     ctx.log.info("{key}: {keys} keys, {pods} pods", {
+ *       key: ctx.key,
+ *       keys: Object.keys(cm?.data ?? {}).length,
+ *       pods: pods.length,
+ *     });
+ *   },
+ * });
+ * const kinds = controller.caches.map((k) => `${k.resource.kind}:${k.roles.join("+")}`);
+ * if (kinds.join() !== "Secret:primary,ConfigMap:watches,Pod:reads") throw new Error(kinds.join());
+ * ```
  */
 export function reconcile<T extends KubeObject>(
   resource: Resource<T>,
