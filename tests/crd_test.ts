@@ -7,7 +7,14 @@ import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
 import { waitFor } from "./_helpers.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
-import { cel, embeddedResource, intOrString, listMap, listType, mapType } from "../src/schema/schema.ts";
+import {
+  cel,
+  embeddedResource,
+  intOrString,
+  listMap,
+  listType,
+  mapType,
+} from "../src/schema/schema.ts";
 
 const Rich = defineResource({
   group: "rich.kubeno.dev",
@@ -275,9 +282,12 @@ Deno.test("CRDs from defineResource on a real API server", async (t) => {
         metadata: { name: "x" },
         spec: { ...valid.spec, ...spec },
       });
-      if (!local.success) {
-        assert.ok(local.error.issues.some((x) => field.startsWith(x.path)), local.error.message);
-      }
+      assert.equal(local.success, false, `${JSON.stringify(spec)}: zod accepted it`);
+      const issues = local.error.issues;
+      assert.ok(
+        issues.some((x) => field.startsWith(x.path)),
+        `${JSON.stringify(spec)}: expected ${field} in ${JSON.stringify(issues)}`,
+      );
     }
   });
 

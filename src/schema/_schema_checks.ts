@@ -183,6 +183,13 @@ export function numberSchema(
   return { schema: out, refinements };
 }
 
+/**
+ * Defs of the custom checks `listType(..., "set")` and `listMap` add: they enforce in zod what
+ * `x-kubernetes-list-type` already tells the API server (unique items), so they are not
+ * refinements that need a CEL rule beside them.
+ */
+export const listTypeChecks: WeakSet<object> = new WeakSet();
+
 /** `minItems`/`maxItems` (arrays) from length checks; see {@link stringSchema} for `refinements`. */
 export function sizeChecks(
   node: ZodNode,
@@ -193,8 +200,9 @@ export function sizeChecks(
     if (c.check === "min_length") out.minItems = Math.max(out.minItems ?? 0, c.minimum);
     else if (c.check === "max_length") out.maxItems = Math.min(out.maxItems ?? Infinity, c.maximum);
     else if (c.check === "length_equals") out.minItems = out.maxItems = c.length;
-    else if (c.check === "custom") out.refinements++;
-    else fail(`the check "${c.check}" is not expressible as OpenAPI`);
+    else if (c.check === "custom") {
+      if (!listTypeChecks.has(c)) out.refinements++;
+    } else fail(`the check "${c.check}" is not expressible as OpenAPI`);
   }
   return out;
 }

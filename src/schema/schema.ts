@@ -14,7 +14,9 @@
  * CEL rule beside them, unions of objects, tuples, dates, ...) throws a `TypeError` naming the
  * field path; the result is never a silently weaker schema.
  *
- * Caveats: `parse` with the zod schema does not evaluate CEL rules; the API server does. Zod
+ * Caveats: `parse` with the zod schema does not evaluate CEL rules; the API server does. The
+ * uniqueness of `set` and `map` list items is checked by `parse` only when declared with
+ * {@link listType} or {@link listMap}, not with a bare `.meta(...)`. Zod
  * formats become OpenAPI formats (`z.email()` → `format: email`), which the server checks with
  * its own, slightly different, definitions.
  *
@@ -22,7 +24,7 @@
  */
 import { z } from "../util/zod.ts";
 import { SchemaWalker, toRules } from "./_schema_walk.ts";
-import type { ZodNode } from "./_schema_checks.ts";
+import { listTypeChecks, type ZodNode } from "./_schema_checks.ts";
 import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
 import type {
   ZodArray,
@@ -216,33 +218,62 @@ export function embeddedResource(schema?: ZodObject): ZodObject {
 }
 
 /**
+ * A zod check that the items of a list are unique by `identity`, reporting each repeat at its
+ * index with the API server's words ("Duplicate value: ..."). Items that are not what
+ * `identity` reads (`undefined`) are left to the item schema's own errors.
+ */
+function uniqueItems(identity: (item: unknown) => unknown) {
+  const check = z.superRefine((items: unknown[], ctx) => {
+    const seen = new Set<string>();
+    items.forEach((item, i) => {
+      const id = identity(item);
+      if (id === undefined) return;
+      const text = JSON.stringify(id);
+      if (seen.has(text)) {
+        ctx.addIssue({ code: "custom", path: [i], message: `Duplicate value: ${text}` });
+      }
+      seen.add(text);
+    });
+  });
+  listTypeChecks.add(check._zod.def);
+  return check;
+}
+
+/**
  * How server-side apply merges a list: `atomic` (replaced whole) or `set` (scalars, merged
  * by value; items must be unique). For lists of objects keyed by fields, see {@link listMap}.
+ * A `set` is checked by `parse` as the API server checks it: a repeated item fails at its
+ * index.
  *
  * @param schema An array schema.
  * @param type `"atomic"` or `"set"`.
- * @returns A copy of `schema` carrying `x-kubernetes-list-type`.
+ * @returns A copy of `schema` carrying `x-kubernetes-list-type` (and, for `set`, the
+ * uniqueness check).
  *
  * @example A set of strings
  * ```ts
  * import { z } from "../util/zod.ts";
  * import { listType, toStructuralSchema } from "./schema.ts";
- * const s = toStructuralSchema(listType(z.array(z.string()), "set"));
- * if (s["x-kubernetes-list-type"] !== "set") throw new Error();
+ * const tags = listType(z.array(z.string()), "set");
+ * if (toStructuralSchema(tags)["x-kubernetes-list-type"] !== "set") throw new Error();
+ * const dup = tags.safeParse(["a", "b", "a"]);
+ * if (dup.success || dup.error.issues[0].path[0] !== 2) throw new Error("expected [2] to fail");
  * ```
  */
 export function listType<S extends ZodArray>(schema: S, type: "atomic" | "set"): S {
-  return schema.meta({ "x-kubernetes-list-type": type }) as S;
+  const checked = type === "set" ? schema.check(uniqueItems((item) => item)) : schema;
+  return checked.meta({ "x-kubernetes-list-type": type }) as S;
 }
 
 /**
  * A list of objects merged by key, like a Pod's `containers` by `name`:
  * `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`. Each key must be a scalar
- * field of the items that is required or has a default.
+ * field of the items that is required or has a default. As on the API server, `parse` fails
+ * for an item whose keys (after defaults) repeat an earlier item's, at the later index.
  *
  * @param schema An array schema of objects.
  * @param keys The fields identifying an item.
- * @returns A copy of `schema` carrying the list type and keys.
+ * @returns A copy of `schema` carrying the list type, keys and the uniqueness check.
  *
  * @example Ports keyed by name
  * ```ts
@@ -251,10 +282,17 @@ export function listType<S extends ZodArray>(schema: S, type: "atomic" | "set"):
  * const ports = listMap(z.array(z.object({ name: z.string(), port: z.int() })), ["name"]);
  * const s = toStructuralSchema(ports);
  * if (s["x-kubernetes-list-map-keys"]?.[0] !== "name") throw new Error();
+ * if (ports.safeParse([{ name: "web", port: 80 }, { name: "web", port: 81 }]).success) {
+ *   throw new Error("expected the repeated key to fail");
+ * }
  * ```
  */
 export function listMap<S extends ZodArray>(schema: S, keys: readonly string[]): S {
-  return schema.meta({
+  const keyOf = (item: unknown) =>
+    typeof item === "object" && item !== null && !Array.isArray(item)
+      ? Object.fromEntries(keys.map((k) => [k, (item as Record<string, unknown>)[k]]))
+      : undefined;
+  return schema.check(uniqueItems(keyOf)).meta({
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": [...keys],
   }) as S;

@@ -385,3 +385,44 @@ Deno.test("toStructuralSchema() throws naming the path for inexpressible constru
   fails(p(Node), /at spec\.template\.port\.children\[\*\]: a recursive schema/);
   fails(z.object({ "a-b": z.date() }), /at spec\["a-b"\]: z\.date/);
 });
+
+Deno.test("listType(set) and listMap() reject repeated items in parse, as the API server does", () => {
+  const issues = (s: z.ZodType, v: unknown) => {
+    const r = s.safeParse(v);
+    return r.success ? [] : r.error.issues.map((i) => ({ path: i.path, message: i.message }));
+  };
+  const set = listType(z.array(z.string()), "set");
+  deepStrictEqual(issues(set, ["a", "b"]), []);
+  deepStrictEqual(issues(set, ["a", "b", "a", "a"]), [
+    { path: [2], message: 'Duplicate value: "a"' },
+    { path: [3], message: 'Duplicate value: "a"' },
+  ]);
+  // Values are compared as JSON: 1 and "1" differ, as they do for the API server.
+  deepStrictEqual(issues(listType(z.array(intOrString()), "set"), [1, "1"]), []);
+  deepStrictEqual(issues(listType(z.array(z.string()), "atomic"), ["a", "a"]), []);
+
+  const ports = listMap(
+    z.array(z.object({ name: z.string(), proto: z.string().default("TCP"), port: z.int() })),
+    ["name", "proto"],
+  );
+  deepStrictEqual(
+    issues(ports, [{ name: "a", port: 1 }, { name: "a", proto: "UDP", port: 2 }]),
+    [],
+  );
+  // Keys are compared after defaults: proto "TCP" is filled in on both.
+  deepStrictEqual(
+    issues(z.object({ ports }), { ports: [{ name: "a", port: 1 }, { name: "a", port: 2 }] }),
+    [{ path: ["ports", 1], message: 'Duplicate value: {"name":"a","proto":"TCP"}' }],
+  );
+  // A malformed item is reported by the item schema, not as a duplicate.
+  deepStrictEqual(issues(ports, [{ name: 1, port: 1 }]).map((i) => i.path), [[0, "name"]]);
+
+  // The checks carry no CEL rule and need none: the list type says the same to the server.
+  deepStrictEqual(field(set)["x-kubernetes-list-type"], "set");
+  deepStrictEqual(field(ports)["x-kubernetes-list-map-keys"], ["name", "proto"]);
+  // A refinement of the user's own on the same list still needs its CEL rule.
+  fails(
+    z.object({ f: set.refine((v) => v.length < 3) }),
+    /at spec\.f: z\.refine\(\)\/z\.superRefine\(\)/,
+  );
+});
