@@ -11,7 +11,10 @@ import { EventRecorder } from "../src/runtime/controller/events.ts";
 import { ConfigMap, Event, Secret } from "../src/core/kinds.ts";
 import { createManager, type ManagerOptions } from "../src/runtime/manager/manager.ts";
 import { deletionStarted, generationChanged, or } from "../src/runtime/controller/predicates.ts";
-import { defaultControllerRateLimiter, type RateLimiter } from "../src/runtime/queue/rate_limiter.ts";
+import {
+  defaultControllerRateLimiter,
+  type RateLimiter,
+} from "../src/runtime/queue/rate_limiter.ts";
 import { reconcile, requeue, TerminalError } from "../src/runtime/controller/reconcile.ts";
 import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
@@ -338,9 +341,10 @@ Deno.test("controllers against a real API server", async (t) => {
         assert.deepEqual(whens.get(key), [5, 10, 20, 40, 80]);
         const gaps = at.slice(1).map((x, i) => x - at[i]);
         console.log(`backoff gaps (ms): ${gaps.map((g) => g.toFixed(1)).join(", ")}`);
-        // A timer never fires early; the gaps grow with the delays.
+        // A timer never fires early, so each gap is at least its delay: the retries really
+        // waited 5, 10, 20, 40 and 80 ms. (Comparing gaps with each other would assert an
+        // upper bound on the early ones, which a loaded machine can break.)
         gaps.forEach((g, i) => assert.ok(g >= whens.get(key)![i] - 1, `gap ${i} is ${g} ms`));
-        assert.ok(gaps[4] > gaps[0] && gaps[3] > gaps[1], `gaps ${gaps} do not grow`);
         assert.equal(limiters.get("stack-backoff")!.numRequeues(key), 0, "success did not forget");
       } finally {
         await m.stop();

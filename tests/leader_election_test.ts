@@ -1,6 +1,9 @@
 // Leader election against a real kube-apiserver + etcd on loopback (one per file): two
 // candidates in this process, then two `deno run` processes, one of them killed with SIGKILL.
 // Durations are short (lease 3 s, renew deadline 2 s, retry 0.5 s) to keep the file quick.
+// Timings are printed, and bounded only from below where that proves a wait happened; how
+// long a takeover may take at most is asserted with a fake clock in
+// src/runtime/manager/leader_election_test.ts, where load cannot stretch it.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
@@ -32,11 +35,13 @@ function candidate(name: string, identity: string, releaseOnCancel = true): Lead
 
 /**
  * Samples the electors' `isLeader` every 5 ms and counts the times more than one led, and
- * watches the Lease to record every change of holder in the server's order.
+ * watches the Lease to record every change of holder in the server's order and each holder's
+ * last `renewTime` (epoch ms).
  */
 function monitor(c: Client, lease: string, electors: LeaderElector[]) {
   let overlaps = 0;
   const holders: string[] = [];
+  const lastRenew = new Map<string, number>();
   const local = setInterval(() => {
     if (electors.filter((e) => e.isLeader).length > 1) overlaps++;
   }, 5);
@@ -51,16 +56,19 @@ function monitor(c: Client, lease: string, electors: LeaderElector[]) {
       if (ev.type !== "ADDED" && ev.type !== "MODIFIED") continue;
       const h = ev.object.spec?.holderIdentity ?? "";
       if (holders.at(-1) !== h) holders.push(h);
+      const renewTime = ev.object.spec?.renewTime;
+      if (h && renewTime) lastRenew.set(h, Date.parse(renewTime));
     }
   })().catch(() => {});
   return {
     holders,
+    lastRenew,
     get overlaps() {
       return overlaps;
     },
     /** Waits for the Lease to show `last`, then stops. */
     async stop(last: string) {
-      await waitFor(() => holders.at(-1) === last, { what: `holder "${last}"`, timeoutMs: 5_000 });
+      await waitFor(() => holders.at(-1) === last, { what: `holder "${last}"` });
       clearInterval(local);
       abort.abort();
       await watching;
@@ -124,28 +132,26 @@ Deno.test("leader election against a real API server", async (t) => {
       const aEnded = a.run(crash.signal);
       await a.elected;
       const bEnded = b.run(stopB.signal);
-      await waitFor(() => b.leader === "a", { what: "b to observe a", timeoutMs: 5_000 });
+      await waitFor(() => b.leader === "a", { what: "b to observe a" });
       // A renewal: b does not take over from a live leader.
       const renewed = (await client.get(Lease, "crash", { namespace: NS })).spec?.renewTime;
       await waitFor(
         async () =>
           (await client.get(Lease, "crash", { namespace: NS })).spec?.renewTime !== renewed,
-        {
-          what: "a renewal",
-          timeoutMs: 5_000,
-        },
+        { what: "a renewal" },
       );
       assert.ok(a.isLeader && !b.isLeader);
 
       crash.abort(); // no release, like kill -9
       const crashedAt = Date.now();
       assert.equal(await aEnded, "stopped");
-      await waitFor(() => b.isLeader, { what: "b to take over", timeoutMs: 10_000 });
-      const took = Date.now() - crashedAt;
-      console.log(`takeover after crash: ${took} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
-      // b must wait out a full lease duration from the last renewal it saw.
-      assert.ok(took >= LEASE_MS - RETRY_MS * 1.2 - 100, `took ${took} ms`);
-      assert.ok(took <= LEASE_MS + RETRY_MS * 2.4 + 1_000, `took ${took} ms`);
+      await waitFor(() => b.isLeader, { what: "b to take over" });
+      const ledAt = Date.now();
+      console.log(
+        `takeover after crash: ${
+          ledAt - crashedAt
+        } ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
+      );
       const lease = await client.get(Lease, "crash", { namespace: NS });
       assert.equal(lease.spec?.holderIdentity, "b");
       assert.equal(lease.spec?.leaseTransitions, 1);
@@ -154,10 +160,13 @@ Deno.test("leader election against a real API server", async (t) => {
       await mon.stop("");
       assert.equal(mon.overlaps, 0);
       assert.deepEqual(mon.holders, ["a", "b", ""]);
+      // b waited out a full lease duration after a's last renewal (same clock, this process).
+      const waited = ledAt - mon.lastRenew.get("a")!;
+      assert.ok(waited >= LEASE_MS, `b led ${waited} ms after a's last renewal`);
     },
   );
 
-  await t.step("graceful release hands the lease over in about one retry period", async () => {
+  await t.step("graceful release empties the Lease and the standby takes it", async () => {
     const a = candidate("handover", "a");
     const b = candidate("handover", "b");
     const mon = monitor(watcher, "handover", [a, b]);
@@ -165,15 +174,14 @@ Deno.test("leader election against a real API server", async (t) => {
     await a.elected;
     const stopB = new AbortController();
     const bEnded = b.run(stopB.signal);
-    await waitFor(() => b.leader === "a", { what: "b to observe a", timeoutMs: 5_000 });
+    await waitFor(() => b.leader === "a", { what: "b to observe a" });
     const releasedAt = Date.now();
     await a.release();
     assert.equal(await aEnded, "stopped");
     assert.ok(!a.isLeader);
-    await waitFor(() => b.isLeader, { what: "b to take over", timeoutMs: 5_000 });
+    await waitFor(() => b.isLeader, { what: "b to take over" });
     const took = Date.now() - releasedAt;
     console.log(`handover after release: ${took} ms (retry ${RETRY_MS} ms)`);
-    assert.ok(took <= RETRY_MS * 1.2 + 1_000, `took ${took} ms`);
     stopB.abort();
     await bEnded;
     await mon.stop("");
@@ -181,68 +189,83 @@ Deno.test("leader election against a real API server", async (t) => {
     assert.deepEqual(mon.holders, ["a", "", "b", ""]);
   });
 
-  await t.step("an elector that cannot renew stops leading within the renew deadline", async () => {
-    // A client pointing nowhere after election: renewals fail, leadership is given up.
-    let broken = false;
-    const flaky = {
-      get: ((...args: Parameters<Client["get"]>) =>
-        broken ? Promise.reject(new Error("Network down")) : client.get(...args)) as Client["get"],
-      create: client.create.bind(client) as Client["create"],
-      replace: ((...args: Parameters<Client["replace"]>) =>
-        broken ? Promise.reject(new Error("Network down")) : client.replace(...args)) as Client[
-          "replace"
-        ],
-    };
-    const stopped: string[] = [];
-    const a = leaderElector({
-      client: flaky,
-      name: "flaky",
-      namespace: NS,
-      identity: "a",
-      leaseDurationMs: LEASE_MS,
-      renewDeadlineMs: RENEW_MS,
-      retryPeriodMs: RETRY_MS,
-      onStoppedLeading: (r) =>
-        stopped.push(r),
-    });
-    const ended = a.run();
-    await a.elected;
-    broken = true;
-    const brokeAt = Date.now();
-    assert.equal(await ended, "lost");
-    const took = Date.now() - brokeAt;
-    console.log(`gave up leading after ${took} ms without renewals (deadline ${RENEW_MS} ms)`);
-    assert.ok(took <= RENEW_MS + 200, `took ${took} ms`);
-    assert.deepEqual(stopped, ["lost"]);
-  });
+  await t.step(
+    "an elector that cannot renew keeps trying for the renew deadline, then stops leading",
+    async () => {
+      // A client pointing nowhere after election: renewals fail, leadership is given up.
+      let broken = false;
+      let failed = 0;
+      let lastWrite = 0; // when the last successful write of the Lease (the acquisition) returned
+      const down = () => (failed++, Promise.reject(new Error("Network down")));
+      const written = <T>(p: Promise<T>) => p.then((v) => (lastWrite = Date.now(), v));
+      const flaky = {
+        get:
+          ((...args: Parameters<Client["get"]>) => broken ? down() : client.get(...args)) as Client[
+            "get"
+          ],
+        create:
+          ((...args: Parameters<Client["create"]>) => written(client.create(...args))) as Client[
+            "create"
+          ],
+        replace:
+          ((...args: Parameters<Client["replace"]>) =>
+            broken ? down() : written(client.replace(...args))) as Client["replace"],
+      };
+      let stoppedAt = 0;
+      const stopped: string[] = [];
+      const a = leaderElector({
+        client: flaky,
+        name: "flaky",
+        namespace: NS,
+        identity: "a",
+        leaseDurationMs: LEASE_MS,
+        renewDeadlineMs: RENEW_MS,
+        retryPeriodMs: RETRY_MS,
+        onStoppedLeading: (r) => {
+          stoppedAt = Date.now();
+          stopped.push(r);
+        },
+      });
+      const ended = a.run();
+      await a.elected;
+      broken = true;
+      assert.equal(await ended, "lost");
+      assert.deepEqual(stopped, ["lost"]);
+      assert.ok(!a.isLeader);
+      const led = stoppedAt - lastWrite;
+      console.log(
+        `gave up leading ${led} ms after the last renewal, ${failed} failed calls (deadline ${RENEW_MS} ms)`,
+      );
+      // It did not give up at the first failure: it led on for the whole renew deadline.
+      assert.ok(led >= RENEW_MS - 50, `gave up after ${led} ms`);
+    },
+  );
 
   await t.step(
     "two processes: kill -9 of the leader, the other takes over; SIGTERM releases",
     async () => {
+      const mon = monitor(watcher, "processes", []);
       const p1 = spawnElector("p1");
       const p2 = spawnElector("p2");
       try {
         const started = (p: { events: ChildEvent[] }) =>
           p.events.some((e) => e.event === "started");
-        await waitFor(() => started(p1) || started(p2), { what: "a leader", timeoutMs: 30_000 });
+        await waitFor(() => started(p1) || started(p2), { what: "a leader" });
         const [leader, standby] = started(p1) ? [p1, p2] : [p2, p1];
         await waitFor(() => standby.events.some((e) => e.event === "leader"), {
           what: "the standby to see the leader",
-          timeoutMs: 30_000,
         });
         assert.ok(!started(standby));
         leader.child.kill("SIGKILL");
         const killedAt = Date.now();
         assert.equal((await leader.child.status).signal, "SIGKILL");
-        await waitFor(() => started(standby), {
-          what: "the standby to take over",
-          timeoutMs: 10_000,
-        });
-        const took = standby.events.find((e) => e.event === "started")!.at - killedAt;
+        await waitFor(() => started(standby), { what: "the standby to take over" });
+        const ledAt = standby.events.find((e) => e.event === "started")!.at;
         console.log(
-          `takeover after kill -9: ${took} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
+          `takeover after kill -9: ${
+            ledAt - killedAt
+          } ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
         );
-        assert.ok(took <= LEASE_MS + RETRY_MS * 2.4 + 1_000, `took ${took} ms`);
         assert.equal(
           (await client.get(Lease, "processes", { namespace: NS })).spec?.holderIdentity,
           standby.identity,
@@ -255,6 +278,12 @@ Deno.test("leader election against a real API server", async (t) => {
         const lease = await client.get(Lease, "processes", { namespace: NS });
         assert.equal(lease.spec?.holderIdentity, "");
         assert.equal(lease.spec?.leaseDurationSeconds, 1);
+        await mon.stop("");
+        assert.deepEqual(mon.holders, [leader.identity, standby.identity, ""]);
+        // The standby waited out a full lease duration after the killed leader's last renewal
+        // (both processes read this machine's clock).
+        const waited = ledAt - mon.lastRenew.get(leader.identity)!;
+        assert.ok(waited >= LEASE_MS, `the standby led ${waited} ms after the last renewal`);
       } finally {
         for (const p of [p1, p2]) {
           try {
