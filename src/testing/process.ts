@@ -5,9 +5,14 @@
 // SIGINT and SIGKILL included — the guard sends SIGTERM to the binary, then SIGKILL after a
 // grace period; kill() first writes "KILL" to the pipe, and the guard sends SIGKILL at once. No signal listeners are installed, so Ctrl-C keeps its default meaning for
 // the test runner, and nothing is left behind.
+//
+// The guards and the reaper ignore SIGINT: a terminal's Ctrl-C reaches the whole process
+// group, and a guard killed by it would stop waiting for its binary (so stop() would return
+// while the binary still runs) and a reaper killed by it would never remove the folder.
 
 // Background jobs of a non-interactive shell read /dev/null, so the pipe is kept on fd 3.
 const GUARD = `
+trap '' INT
 exec 3<&0
 log="$1"; shift
 "$@" </dev/null >>"$log" 2>&1 &
@@ -86,7 +91,7 @@ export function freePort(): number {
  */
 export function reapOnExit(dir: string): () => Promise<void> {
   const child = new Deno.Command("sh", {
-    args: ["-c", 'cat >/dev/null; sleep 0.5; rm -rf "$1"', "kubeno-reaper", dir],
+    args: ["-c", `trap '' INT; cat >/dev/null; sleep 0.5; rm -rf "$1"`, "kubeno-reaper", dir],
     stdin: "piped",
     stdout: "null",
     stderr: "null",
