@@ -80,7 +80,6 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 250));
 }
 say(`Myapp ${name} is Running after ${elapsed()}; try: kubectl get myapps -A`);
-say("press Ctrl-C to stop");
 
 const stop = async () => {
   say("stopping the operator and the control plane");
@@ -93,5 +92,7 @@ const stop = async () => {
   say("stopped");
   Deno.exit(0);
 };
+// Listen before saying so: a Ctrl-C right after that line must reach stop().
 Deno.addSignalListener("SIGINT", stop);
 Deno.addSignalListener("SIGTERM", stop);
+say("press Ctrl-C to stop");
