@@ -11,6 +11,7 @@ import type { Controller, ReconcileContext, StatusOf } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
 import type { CacheReader } from "../cache/reader.ts";
 import { objectKey } from "../../core/object_key.ts";
+import type { WriteMemory } from "./_write_memory.ts";
 
 export interface ContextInit<T extends KubeObject> {
   controller: Controller<T>;
@@ -25,6 +26,14 @@ export interface ContextInit<T extends KubeObject> {
   /** Reads from the controller's cache. */
   cache: CacheReader;
   signal: AbortSignal;
+  /** The controller's own last writes, to skip writing them again. */
+  memory?: WriteMemory;
+  /** An owned object as the controller's cache holds it: key for `memory`, and the object. */
+  owned?: (
+    kind: Resource<any>,
+    name: string,
+    namespace: string | undefined,
+  ) => { key: string; cached: KubeObject | undefined } | undefined;
 }
 
 export function reconcileContext<T extends KubeObject>(
@@ -61,6 +70,11 @@ export function reconcileContext<T extends KubeObject>(
   ): Promise<T> => {
     const known = objectKey(obj) === key ? server : undefined;
     if (known && isSubset(status, (known as { status?: unknown }).status)) return obj;
+    // The cache may not have seen this controller's last status write yet: the same patch
+    // again is that write's echo, not news.
+    if (known && init.memory?.statusPending(key, status, known.metadata.resourceVersion)) {
+      return obj;
+    }
     const guard = computedFrom && hasList(status)
       ? { metadata: { resourceVersion: computedFrom } }
       : {};
@@ -70,7 +84,10 @@ export function reconcileContext<T extends KubeObject>(
       { ...guard, status } as unknown as MergePatch<T>,
       { namespace: obj.metadata.namespace, fieldManager, signal },
     );
-    if (objectKey(out) === key) server = out;
+    if (objectKey(out) === key) {
+      server = out;
+      init.memory?.recordStatus(key, status, out.metadata.resourceVersion);
+    }
     return out;
   };
   const patchStatus = (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> =>
@@ -84,7 +101,7 @@ export function reconcileContext<T extends KubeObject>(
     key,
     ref,
     signal,
-    apply<U extends KubeObject>(kind: Resource<U>, obj: ApplyObject<U>): Promise<U> {
+    async apply<U extends KubeObject>(kind: Resource<U>, obj: ApplyObject<U>): Promise<U> {
       const desired = structuredClone(obj) as ApplyObject<U>;
       desired.apiVersion ??= kind.apiVersion;
       desired.kind ??= kind.kind;
@@ -92,7 +109,15 @@ export function reconcileContext<T extends KubeObject>(
         desired.metadata.namespace = m.namespace;
       }
       setControllerReference(owner, desired);
-      return client.apply(kind, desired, { force: true, fieldManager, signal });
+      // An owned object this controller applied just so, still holding those fields in the
+      // cache: applying it again is the echo of its own write, and would change nothing.
+      const owned = init.owned?.(kind, desired.metadata.name, desired.metadata.namespace);
+      if (owned && init.memory?.applyUnchanged(owned.key, desired, owned.cached)) {
+        return structuredClone(owned.cached) as U;
+      }
+      const out = await client.apply(kind, desired, { force: true, fieldManager, signal });
+      if (owned) init.memory?.recordApply(owned.key, desired);
+      return out;
     },
     patchStatus,
     setCondition(obj: T, condition: ConditionInput): Promise<T> {

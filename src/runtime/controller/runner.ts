@@ -21,6 +21,10 @@
  * - No reconcile starts before the controller's caches have synced, or after `stop()`.
  * - Objects absent from the cache are not reconciled.
  * - Each reconcile gets its own copy of the primary; cached objects stay frozen.
+ * - The controller's own writes coming back as events cause no writes: `ctx.apply` of an
+ *   owned object it applied just so, which the cache still holds with those fields, and a
+ *   status patch it already wrote, are not sent again. A change by anyone else — to the
+ *   primary or an owned object, or its deletion — is reconciled and written as before.
  *
  * @module
  */
@@ -43,6 +47,7 @@ import type { Resource } from "../../core/resource.ts";
 import { objectKey, parseObjectKey } from "../../core/object_key.ts";
 import { WorkQueue, type WorkQueueMetrics } from "../queue/workqueue.ts";
 import { reconcileContext } from "./_context.ts";
+import { WriteMemory } from "./_write_memory.ts";
 
 /** How a reconcile ended, as the `result` label of reconcile metrics. */
 export type ReconcileOutcome = "success" | "requeue" | "error" | "terminal";
@@ -146,6 +151,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #log;
   readonly #clock: Clock;
   readonly #workers: Promise<void>[] = [];
+  readonly #memory = new WriteMemory();
+  readonly #owned: Set<string>;
   #active = 0;
   #started = false;
   #stopping = false;
@@ -190,13 +197,16 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#primaryNamespaces = primarySource.namespaces;
     for (const inf of this.#primary) {
       this.#watch(inf, (ev) => {
+        if (ev.type === "deleted") this.#memory.forgetStatus(objectKey(ev.object));
         if (controller.predicates.every((p) => p(ev))) this.queue.add(objectKey(ev.object));
       });
     }
     const primary = controller.resource;
+    this.#owned = new Set(controller.owns.map(kindKey));
     for (const owned of controller.owns) {
       for (const inf of cached(owned).informers) {
         this.#watch(inf, (ev) => {
+          if (ev.type === "deleted") this.#memory.forgetApplied(ownedKey(owned, ev.object));
           const keys = new Set<string>();
           for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
             const ref = controllerOf(obj);
@@ -421,6 +431,18 @@ export class ControllerRuntime<T extends KubeObject> {
       cached,
       cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
       signal: this.#abort.signal,
+      memory: this.#memory,
+      owned: (kind, name, namespace) => {
+        if (!this.#owned.has(kindKey(kind))) return undefined;
+        const ns = kind.namespaced ? namespace : undefined;
+        let cached: KubeObject | undefined;
+        try {
+          cached = this.#reader.get(kind, name, { namespace: ns });
+        } catch {
+          // Not in a namespace this controller caches: nothing to compare with.
+        }
+        return { key: ownedKey(kind, { metadata: { name, namespace: ns } }), cached };
+      },
     });
     const started = performance.now();
     let result: ReconcileOutcome;
@@ -475,6 +497,11 @@ export class ControllerRuntime<T extends KubeObject> {
       ...(error !== undefined ? { error } : {}),
     });
   }
+}
+
+/** An owned object's identity in the write memory: its kind and object key. */
+function ownedKey(res: Resource<any>, obj: KubeObject): string {
+  return `${kindKey(res)}\u0000${objectKey(obj)}`;
 }
 
 function kindKey(res: Resource<any>): string {
