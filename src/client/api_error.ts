@@ -234,6 +234,27 @@ export class ConnectionError extends Error {
   }
 }
 
+/**
+ * Whether `err` is a connection that failed because the API server's certificate could not be
+ * verified: not signed by the kubeconfig's certificate authority, expired, or issued for
+ * another name. Waiting does not fix that, unlike an unreachable server.
+ *
+ * @param err Anything caught.
+ * @returns True for a certificate the client refused.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionError, isCertificateRejected } from "./api_error.ts";
+ * const err = new ConnectionError("https://k8s:6443", "list", new Error("invalid peer certificate: UnknownIssuer"));
+ * if (!isCertificateRejected(err)) throw new Error();
+ * ```
+ */
+export function isCertificateRejected(err: unknown): err is ConnectionError {
+  return err instanceof ConnectionError &&
+    /invalid peer certificate|certificate (?:verify failed|has expired|is not valid)|UnknownIssuer|CertExpired|NotValidForName|unable to verify the first certificate/i
+      .test(err.message);
+}
+
 function hasReason(err: unknown, reason: string, code: number): boolean {
   return err instanceof ApiError && !err.resourceUnknown &&
     (err.reason === reason || (err.reason === "Unknown" && err.code === code));

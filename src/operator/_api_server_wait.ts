@@ -7,7 +7,7 @@
 // `run` and `install` retry them with back-off until a deadline instead, as controller-runtime's
 // caches retry until `CacheSyncTimeout`. What only a person can fix (401, 403, a kind that is
 // not installed, a bad request) is not retried here: the caller decides.
-import { ApiError, ConnectionError } from "../client/api_error.ts";
+import { ApiError, ConnectionError, isCertificateRejected } from "../client/api_error.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { getLogger } from "../util/log.ts";
 
@@ -71,6 +71,8 @@ export interface ApiServerWaitOptions {
  * @returns `true` when waiting can help.
  */
 export function isUnavailable(err: unknown): boolean {
+  // A refused certificate is a configuration error: waiting cannot fix it.
+  if (isCertificateRejected(err)) return false;
   if (err instanceof ConnectionError) return true;
   return err instanceof ApiError && (err.code === 429 || err.code >= 500);
 }

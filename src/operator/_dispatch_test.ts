@@ -231,7 +231,17 @@ Deno.test("describeError: one line with a hint; stacks only for bugs in debug mo
     /^Cannot get from Kubernetes API server "https:\/\/127\.0\.0\.1:1": .*; check that/,
   );
   assert.deepEqual(more, []);
-  assert.match(describeError(new KubeconfigError("/k", "bad"), false)[0], /pass --kubeconfig PATH/);
+  // The hint follows what is wrong with the kubeconfig.
+  const kc = (problem: string) => describeError(new KubeconfigError("/k", problem), false)[0];
+  assert.match(kc("file does not exist"), /pass --kubeconfig PATH or set KUBECONFIG$/);
+  assert.match(kc('context "x" does not exist (contexts: "a")'), /pass one of its contexts/);
+  assert.match(kc("bad"), /fix the file, or pass another one with --kubeconfig$/);
+  const tls = new ConnectionError(
+    "https://127.0.0.1:1",
+    "get",
+    new Error("invalid peer certificate: UnknownIssuer"),
+  );
+  assert.match(describeError(tls, false)[0], /the server's certificate is not trusted/);
   const bug = new TypeError("x is undefined");
   assert.deepEqual(describeError(bug, false), [
     "x is undefined; this is a bug; rerun with --log-level debug for the stack",

@@ -1,7 +1,13 @@
 // How an operator program reports a failure: one line naming what went wrong and what to do.
 // Errors users cause (unreachable cluster, bad kubeconfig, missing permission) never show a
 // stack; unexpected ones do, and only with --log-level debug.
-import { ApiError, ConnectionError, isForbidden, isUnauthorized } from "../client/api_error.ts";
+import {
+  ApiError,
+  ConnectionError,
+  isCertificateRejected,
+  isForbidden,
+  isUnauthorized,
+} from "../client/api_error.ts";
 import { KubeconfigError } from "../client/kubeconfig.ts";
 
 /** Error classes whose message is complete for a user: shown as they are. */
@@ -16,6 +22,7 @@ const KNOWN = new Set([
   "LeadershipLostError",
   "StartupError",
   "ApiServerUnavailableError",
+  "CertificateDirError",
 ]);
 
 const UNREACHABLE_HINT =
@@ -38,6 +45,10 @@ export function describeError(err: unknown, debug: boolean): string[] {
 }
 
 function hintFor(err: unknown): string | undefined {
+  if (isCertificateRejected(err)) {
+    return "the server's certificate is not trusted: check the kubeconfig's " +
+      "certificate-authority(-data), or that --context names this cluster";
+  }
   if (err instanceof ConnectionError) return UNREACHABLE_HINT;
   if (err instanceof Error && err.name === "ApiServerUnavailableError") {
     const api = apiCause(err.cause);
@@ -47,13 +58,32 @@ function hintFor(err: unknown): string | undefined {
     const api = apiCause(err.cause);
     return api ? hintFor(api) : undefined;
   }
-  if (err instanceof KubeconfigError) return "pass --kubeconfig PATH or set KUBECONFIG";
+  if (err instanceof KubeconfigError) return kubeconfigHint(err);
+  if (err instanceof Deno.errors.AddrInUse) {
+    return "stop what holds the port, or pass another address (--metrics-bind-address, " +
+      "--health-probe-bind-address, --webhook-port)";
+  }
+  if (err instanceof Error && err.name === "CertificateDirError") {
+    return "--webhook-cert-path takes a directory holding tls.crt and tls.key";
+  }
   if (isUnauthorized(err)) return "the kubeconfig's credentials were rejected; renew them";
   if (isForbidden(err)) {
     return 'grant the permission (see the "manifests" command\'s RBAC) or use another --context';
   }
   if (!known(err)) return "this is a bug; rerun with --log-level debug for the stack";
   return undefined;
+}
+
+/** What to do about a kubeconfig that cannot be used, by what is wrong with it. */
+function kubeconfigHint(err: KubeconfigError): string {
+  const m = err.message;
+  if (/context "[^"]*" does not exist|no current-context/.test(m)) {
+    return "pass one of its contexts with --context";
+  }
+  if (/does not exist|names no existing file|no such file/i.test(m)) {
+    return "pass --kubeconfig PATH or set KUBECONFIG";
+  }
+  return "fix the file, or pass another one with --kubeconfig";
 }
 
 /** The first `ApiError` or `ConnectionError` down a chain of causes (e.g. under a `WatchError`). */
@@ -73,5 +103,6 @@ function known(err: unknown): boolean {
 }
 
 function oneLine(text: string): string {
-  return text.split("\n").map((s) => s.trim()).filter(Boolean).join(" ");
+  // A parser's message may end with ":" before a code excerpt that was cut off.
+  return text.split("\n").map((s) => s.trim()).filter(Boolean).join(" ").replace(/:$/, "");
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { EXIT, parseList } from "../util/args.ts";
+import { EXIT, parseList, UsageError } from "../util/args.ts";
 import { type Command, type CommandContext, env, operatorNamespace } from "./_command.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
 import { toYaml } from "../util/yaml.ts";
@@ -62,7 +62,17 @@ ClusterRole, and the Deployment passes the same flag to "run".`,
       ctx.out(toYaml(m.all).trimEnd());
       return EXIT.ok;
     }
-    await Deno.mkdir(out, { recursive: true });
+    const info = await Deno.stat(out).catch(() => undefined);
+    if (info && !info.isDirectory) {
+      throw new UsageError(`Flag "--out" takes a directory, and "${out}" is a file`);
+    }
+    try {
+      await Deno.mkdir(out, { recursive: true });
+    } catch (err) {
+      // Keep the runtime's error class (PermissionDenied, ...); say what was being done.
+      if (err instanceof Error) err.message = `Cannot write manifests to "${out}": ${err.message}`;
+      throw err;
+    }
     const files = {
       "crds.yaml": m.crds,
       "operator.yaml": m.operator,

@@ -39,6 +39,7 @@ import {
 } from "../util/args.ts";
 import { operatorMetrics } from "./_metrics.ts";
 import { parseBindAddress } from "../util/http_server.ts";
+import { isDnsLabel } from "../util/names.ts";
 import { operatorProbes } from "./_probes.ts";
 import { serveProbes } from "../runtime/manager/health.ts";
 import {
@@ -225,10 +226,27 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
   if (!(startupTimeoutMs > 0)) {
     throw new UsageError(`Flag "--startup-timeout" takes a positive duration`);
   }
-  return {
-    watchNamespaces: str("watch-namespace") ?? env("WATCH_NAMESPACE")
-      ? parseList(str("watch-namespace") ?? env("WATCH_NAMESPACE"))
-      : [...def.watchNamespaces],
+  for (const flag of ["namespace", "leader-elect-namespace"]) {
+    const ns = str(flag);
+    if (ns !== undefined && !isDnsLabel(ns)) {
+      throw new UsageError(
+        `Flag "--${flag}" takes a namespace name (lower-case letters, digits, "-"), not "${ns}"`,
+      );
+    }
+  }
+  const watch = str("watch-namespace") ?? env("WATCH_NAMESPACE");
+  const watchNamespaces = watch ? parseList(watch) : [...def.watchNamespaces];
+  const badWatch = watchNamespaces.find((ns) => !isDnsLabel(ns));
+  if (badWatch !== undefined) {
+    const from = str("watch-namespace") !== undefined
+      ? 'Flag "--watch-namespace"'
+      : "WATCH_NAMESPACE";
+    throw new UsageError(
+      `${from} takes namespace names (lower-case letters, digits, "-"), not "${badWatch}"`,
+    );
+  }
+  const settings: RunSettings = {
+    watchNamespaces,
     leaderElection: elect
       ? {
         name: d.leaseName,
@@ -250,6 +268,29 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
     ),
     webhook: def.webhooks.length ? { port, certPath: str("webhook-cert-path") } : undefined,
   };
+  checkPorts(settings);
+  return settings;
+}
+
+/** Two servers of one process cannot share a port: say which flags collide, before binding. */
+function checkPorts(s: RunSettings): void {
+  const used = new Map<number, string>();
+  const claims: [string | undefined, string][] = [
+    [s.metrics?.address, "--metrics-bind-address"],
+    [s.healthAddress, "--health-probe-bind-address"],
+    [s.webhook?.port ? `:${s.webhook.port}` : undefined, "--webhook-port"],
+  ];
+  for (const [address, flag] of claims) {
+    const port = address ? parseBindAddress(address)?.port : undefined;
+    if (!port) continue;
+    const other = used.get(port);
+    if (other) {
+      throw new UsageError(
+        `Flags "${other}" and "${flag}" both use port ${port}; give each server its own port`,
+      );
+    }
+    used.set(port, flag);
+  }
 }
 
 function bindAddress(address: string, flag: string): string | undefined {

@@ -131,16 +131,30 @@ export function serveHttp(
 ): Promise<HttpEndpoint | undefined> {
   const bind = parseBindAddress(address);
   if (!bind) return Promise.resolve(undefined);
-  const server = serveDualStack({
-    hostname: bind.hostname,
-    port: bind.port,
-    signal: options.signal,
-    ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
-    onListen: () => {},
-    onError: (err) =>
-      new Response(`Cannot serve ${options.name}: ${err instanceof Error ? err.message : err}\n`, {
-        status: 500,
-      }),
-  }, handler);
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = serve(bind);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.AddrInUse)) throw err;
+    throw new Deno.errors.AddrInUse(
+      `Cannot serve ${options.name} on "${address}": the address is already in use`,
+      { cause: err },
+    );
+  }
   return Promise.resolve(new HttpEndpoint(server, options.tls ? "https" : "http"));
+
+  function serve(bind: BindAddress) {
+    return serveDualStack({
+      hostname: bind.hostname,
+      port: bind.port,
+      signal: options.signal,
+      ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
+      onListen: () => {},
+      onError: (err) =>
+        new Response(
+          `Cannot serve ${options.name}: ${err instanceof Error ? err.message : err}\n`,
+          { status: 500 },
+        ),
+    }, handler);
+  }
 }

@@ -17,6 +17,18 @@ import { checkCertificate } from "./server.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
+/** A supplied certificate directory that cannot be used; the message names it and why. */
+export class CertificateDirError extends Error {
+  /**
+   * @param message What is wrong, naming the directory.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "CertificateDirError";
+  }
+}
+
 /** Options of {@linkcode watchCertificateDir}. */
 export interface CertificateDirOptions {
   /**
@@ -165,7 +177,8 @@ export class CertificateDir implements CertificateSource, AsyncDisposable {
  *
  * @param dir The directory.
  * @returns The certificate; `caBundlePem` is `ca.crt`, else empty.
- * @throws {Error} When a file cannot be read, or the pair is invalid (naming the directory).
+ * @throws {CertificateDirError} When a file cannot be read, or the pair is invalid (naming
+ * the directory).
  *
  * @example
  * ```ts
@@ -189,7 +202,7 @@ export async function readCertificateDir(dir: string): Promise<WebhookCertificat
       Deno.readTextFile(`${dir}/tls.key`),
     ]);
   } catch (err) {
-    throw new Error(
+    throw new CertificateDirError(
       `Cannot read webhook certificate from "${dir}": ${
         (err as Error).message
       } (expected tls.crt and tls.key)`,
@@ -201,9 +214,10 @@ export async function readCertificateDir(dir: string): Promise<WebhookCertificat
     const x509 = checkCertificate({ certPem, keyPem });
     return { certPem, keyPem, caBundlePem, notAfter: x509.validToDate };
   } catch (err) {
-    throw new Error(`Cannot use webhook certificate from "${dir}": ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new CertificateDirError(
+      `Cannot use webhook certificate from "${dir}": ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -214,7 +228,7 @@ export async function readCertificateDir(dir: string): Promise<WebhookCertificat
  * @param dir The directory holding `tls.crt` and `tls.key`.
  * @param options Poll interval, watching, clock, signal.
  * @returns The watched directory; close it (or `await using`) to stop watching.
- * @throws {Error} When the files cannot be read or do not form a valid pair.
+ * @throws {CertificateDirError} When the files cannot be read or do not form a valid pair.
  *
  * @example Follow a cert-manager Secret volume
  * ```ts ignore

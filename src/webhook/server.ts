@@ -248,6 +248,14 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   } catch (err) {
     await http.shutdown();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+    if ((err as { code?: string }).code === "EADDRINUSE") {
+      throw new Deno.errors.AddrInUse(
+        `Cannot serve admission webhooks on port ${
+          options.port ?? 9443
+        }: the address is already in use`,
+        { cause: err },
+      );
+    }
     throw err;
   }
   const port = (server.address() as net.AddressInfo).port;
