@@ -5,7 +5,10 @@
 // - a generated project's `deno task dev` (after `kubeno init ... --kubeno <this checkout>`,
 //   as the README says for building against a checkout), the same way;
 // - `deno run -A examples/myapp.ts manifests --image IMG | kubectl apply -f -` for the Myapp
-//   operator (webhooks included) against a fresh control plane, alone and after `install`.
+//   operator (webhooks included) against a fresh control plane, alone and after `install`;
+// - the compiled form: `deno task compile`, `./myapp-operator install`, `./myapp-operator
+//   manifests --image IMG | kubectl apply -f -` (reported as skipped, with the reason, where
+//   `deno compile` cannot get its runtime).
 //
 // Ctrl-C is SIGINT to the command's whole process group, which is what a terminal sends; the
 // command runs under `setsid` so that it has a group of its own, as a shell's job control
@@ -13,7 +16,7 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
 import { alive, type Proc, Session } from "./_session.ts";
 
 const REPO = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
@@ -215,4 +218,32 @@ Deno.test("README: `install`, then `manifests --image IMG | kubectl apply -f -`,
   assert.equal(apply.code, 0, `${apply.stdout}\n${apply.stderr}`);
   assert.doesNotMatch(apply.stderr, /error|Error/, apply.stderr);
   await assertDeployed(cp.kubeconfigPath, kubectl);
+});
+
+const canCompile = await denortAvailable();
+
+Deno.test({
+  name: "README: `deno task compile`, `./myapp-operator install`, then " +
+    "`./myapp-operator manifests --image IMG | kubectl apply -f -`" +
+    (canCompile ? "" : ` ${COMPILE_SKIP_REASON}`),
+  ignore: !canCompile,
+  async fn() {
+    await using cp = await startControlPlane();
+    const kubectl = cp.binary("kubectl");
+    try {
+      for (
+        const line of [
+          "deno task compile",
+          "./myapp-operator install",
+          `./myapp-operator manifests --image ${IMG} | kubectl apply -f -`,
+        ]
+      ) {
+        const r = await sh(line, cp.kubeconfigPath, kubectl);
+        assert.equal(r.code, 0, `${line}:\n${r.stdout}\n${r.stderr}`);
+      }
+      await assertDeployed(cp.kubeconfigPath, kubectl);
+    } finally {
+      await Deno.remove(`${REPO}/myapp-operator`).catch(() => {});
+    }
+  },
 });
