@@ -142,6 +142,34 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
       },
     );
 
+    await t.step("failed Jobs beyond failedJobsHistoryLimit are deleted", async () => {
+      // Pods that would run for an hour, in Jobs with a 1 s deadline: the Job controller marks
+      // each Job Failed (DeadlineExceeded).
+      const spec = cronJob("failing", { failedJobsHistoryLimit: 1 }, "1h");
+      Object.assign(spec.spec.jobTemplate.spec, { activeDeadlineSeconds: 1 });
+      await client.create(CronJob, spec);
+      const failedJob = (j: Job) =>
+        j.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True");
+      const seen = new Set<string>();
+      const everFailed = new Set<string>();
+      await waitFor(async () => {
+        const jobs = await jobsOf("failing");
+        for (const j of jobs) {
+          seen.add(j.metadata.name!);
+          if (failedJob(j)) everFailed.add(j.metadata.name!);
+        }
+        const failedNow = jobs.filter(failedJob).map((j) => j.metadata.name!);
+        const deleted = [...everFailed].filter((n) => !jobs.some((j) => j.metadata.name === n));
+        return everFailed.size >= 3 && failedNow.length <= 1 && deleted.length >= 2;
+      }, {
+        timeoutMs: 120_000,
+        intervalMs: 200,
+        what: "failed Jobs beyond the limit to be deleted",
+      });
+      await client.delete(CronJob, "failing", { namespace: NS });
+      console.log(`failing: ${seen.size} Jobs seen, ${everFailed.size} failed, at most 1 kept`);
+    });
+
     await t.step("Forbid skips a run while a Job is active", async () => {
       await client.create(CronJob, cronJob("forbid", { concurrencyPolicy: "Forbid" }, "1h"));
       await waitFor(async () => {
