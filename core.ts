@@ -569,6 +569,8 @@ export {
 } from "./src/core/api/storage/v1.ts";
 // generated:kinds:end
 export type {
+  ConversionWebhookClientConfig,
+  CustomResourceConversion,
   CustomResourceDefinitionCondition,
   CustomResourceDefinitionNames,
   CustomResourceDefinitionSpec,
@@ -577,4 +579,5 @@ export type {
   PrinterColumn,
   ScaleSubresource,
   ValidationRule,
+  WebhookConversion,
 } from "./src/core/crd.ts";

@@ -28,6 +28,12 @@ export {
   type ScaleOptions,
 } from "./src/schema/define_resource.ts";
 export {
+  CONVERSION_DATA_ANNOTATION,
+  ConversionError,
+  type Converted,
+  type SpokeVersion,
+} from "./src/schema/conversion.ts";
+export {
   cel,
   type EmbeddedObjectSchema,
   embeddedResource,

@@ -2,7 +2,9 @@
  * Admission webhooks: handlers written with {@linkcode admission}, the HTTPS server that
  * serves them, certificates (self-managed in a Secret, or read from a directory and
  * reloaded), the webhook configurations and Service they are registered with, and the
- * AdmissionReview wire types.
+ * AdmissionReview wire types; and the conversion webhook of multi-version resources
+ * (`defineResource({ versions })`): its handler at `/convert`, the ConversionReview wire types
+ * and the CRDs' `spec.conversion` client configuration.
  *
  * The root entry point re-exports `admission` and `AdmissionDenied`; `operator(...)` runs all
  * of this for you. Use this module to serve webhooks without the operator program.
@@ -60,6 +62,29 @@ export type {
   GroupVersionKind,
   UserInfo,
 } from "./src/webhook/admission_review.ts";
+export {
+  CONVERSION_PATH,
+  conversionHandler,
+  type ConversionHandlerOptions,
+  type ConversionRequest,
+  type ConversionResponse,
+  type ConversionReview,
+  type ConvertibleResource,
+  DEFAULT_MAX_CONVERSION_BYTES,
+  parseConversionReview,
+  type ParsedConversionReview,
+} from "./src/webhook/conversion.ts";
+export {
+  conversionClientConfig,
+  type LocalConversionRegistration,
+  patchConversionWebhooks,
+  type PatchConversionWebhooksOptions,
+  restoreConversions,
+  takeOverConversions,
+  type TakeOverConversionsOptions,
+  usesConversionWebhook,
+  withConversionWebhook,
+} from "./src/webhook/conversion_config.ts";
 export {
   type RunningWebhooks,
   serveWebhooks,

@@ -177,6 +177,46 @@ export interface CustomResourceDefinitionSpec {
   scope: "Namespaced" | "Cluster";
   /** Served versions. */
   versions: CustomResourceDefinitionVersion[];
+  /**
+   * How objects are converted between versions.
+   * @default `{ strategy: "None" }`: only `apiVersion` changes
+   */
+  conversion?: CustomResourceConversion;
+}
+
+/** How the API server converts a custom resource between its versions. */
+export interface CustomResourceConversion {
+  /** `None` (only `apiVersion` changes) or `Webhook` (a conversion webhook is called). */
+  strategy: "None" | "Webhook";
+  /** The conversion webhook, with `strategy: "Webhook"`. */
+  webhook?: WebhookConversion;
+}
+
+/** A CRD's conversion webhook. */
+export interface WebhookConversion {
+  /** Where the API server sends ConversionReviews. */
+  clientConfig?: ConversionWebhookClientConfig;
+  /** ConversionReview versions the webhook understands, e.g. `["v1"]`. */
+  conversionReviewVersions: string[];
+}
+
+/** Where a conversion webhook is reachable: a `url` or a `service`, and the CA to trust. */
+export interface ConversionWebhookClientConfig {
+  /** `https://host:port/path`, for a webhook outside the cluster. */
+  url?: string;
+  /** A Service in the cluster. */
+  service?: {
+    /** The Service's namespace. */
+    namespace: string;
+    /** The Service's name. */
+    name: string;
+    /** URL path, e.g. `/convert`. */
+    path?: string;
+    /** Service port. @default 443 */
+    port?: number;
+  };
+  /** Base64 PEM bundle of the CAs that sign the webhook's serving certificate. */
+  caBundle?: string;
 }
 
 /** One status condition of a CRD, e.g. `Established`. */

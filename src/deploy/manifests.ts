@@ -9,6 +9,7 @@ import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { OperatorController, OperatorWebhook } from "../operator/options.ts";
 import { deriveRbac } from "./rbac.ts";
+import { usesConversionWebhook, withConversionWebhook } from "../webhook/conversion_config.ts";
 
 /** What {@link operatorManifests} generates from. */
 export interface OperatorManifestsInit {
@@ -168,6 +169,9 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   });
   const watch = [...new Set(init.watchNamespaces ?? [])];
   const webhooks = init.webhooks ?? [];
+  // Multi-version CRDs convert through the operator's webhook server, behind the same Service.
+  const conversionCrds = init.crds.filter(usesConversionWebhook).map((c) => c.metadata.name!);
+  const serves = webhooks.length > 0 || conversionCrds.length > 0;
   const ports = {
     metrics: init.metricsPort ?? 8443,
     health: init.healthPort ?? 8081,
@@ -185,6 +189,15 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
       apiGroups: ["admissionregistration.k8s.io"],
       resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
       resourceNames: [name],
+      verbs: ["get", "patch", "update"],
+    });
+  }
+  if (conversionCrds.length) {
+    // It points its CRDs' conversion webhook at its Service and keeps their caBundle current.
+    rbac.cluster.push({
+      apiGroups: ["apiextensions.k8s.io"],
+      resources: ["customresourcedefinitions"],
+      resourceNames: conversionCrds,
       verbs: ["get", "patch", "update"],
     });
   }
@@ -250,7 +263,7 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     );
   }
   const own: [string, PolicyRule[]][] = [[`${name}-leader-election`, rbac.leaderElection]];
-  if (webhooks.length) {
+  if (serves) {
     own.push([`${name}-webhook`, webhookRoleRules(name, webhooks.flatMap((w) => w.rules ?? []))]);
   }
   for (const [roleName, rules] of own) {
@@ -272,12 +285,12 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
         ports: [{ name: "https", port: ports.metrics, targetPort: "metrics", protocol: "TCP" }],
       },
     } as KubeObject,
-    deployment(init, meta(name, namespace), watch, webhooks.length > 0, ports),
+    deployment(init, meta(name, namespace), watch, serves, ports),
   ];
 
   const webhookObjects: KubeObject[] = [];
-  if (webhooks.length) {
-    const serviceName = `${name}-webhook`;
+  const serviceName = `${name}-webhook`;
+  if (serves) {
     webhookObjects.push({
       apiVersion: "v1",
       kind: "Service",
@@ -297,7 +310,9 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     webhookObjects.push(...mergeConfigurations(webhooks.flatMap((w) => w.manifests(ctx))));
   }
 
-  const crds = init.crds.map((c) => structuredClone(c));
+  const crds = init.crds.map((c) =>
+    withConversionWebhook(c, { service: { namespace, name: serviceName, port: 443 } })
+  );
   const all = [...crds, ...operatorObjects, ...rbacObjects, ...webhookObjects]
     .map((o, i) => ({ o, i, rank: rank(o.kind) }))
     .sort((a, b) => a.rank - b.rank || a.i - b.i)

@@ -8,6 +8,7 @@ import type { KubeObject } from "../core/object.ts";
 import type { OperatorWebhook } from "./options.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
+import type { ConvertibleResource } from "../webhook/conversion.ts";
 
 /** A custom resource the operator installs: the kind and its CRD. */
 export interface InstalledResource {
@@ -29,6 +30,11 @@ export interface OperatorDefinition {
   installs: readonly InstalledResource[];
   /** Admission webhooks. */
   webhooks: readonly OperatorWebhook[];
+  /**
+   * Multi-version resources among `installs` (`defineResource({ versions })`): the operator
+   * serves their conversion webhook.
+   */
+  conversions: readonly ConvertibleResource[];
   /** Image of the generated Deployment. */
   image: string;
   /** The `namespace` option, if set. */

@@ -20,6 +20,8 @@ import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "../util/log.ts";
 import type { LeaderElectionOptions, OperatorOptions } from "./options.ts";
 import type { Resource } from "../core/resource.ts";
+import type { KubeObject } from "../core/object.ts";
+import type { ConvertibleResource } from "../webhook/conversion.ts";
 
 const COMMANDS: readonly Command[] = [
   runCommand,
@@ -165,6 +167,12 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     const crd = make.call(res);
     const json = JSON.stringify(crd);
     const prev = installs.get(crd.metadata.name);
+    // A spoke version's own resource (a controller may reconcile it) is part of its hub's CRD.
+    if (prev && coversVersions(prev.crd, crd)) continue;
+    if (prev && coversVersions(crd, prev.crd)) {
+      installs.set(crd.metadata.name, { resource: res, crd, json });
+      continue;
+    }
     if (prev && prev.json !== json) {
       throw new TypeError(
         `Cannot define operator "${name}": two different definitions of CRD "${crd.metadata.name}"`,
@@ -181,6 +189,13 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     controllers: [...options.controllers],
     installs: [...installs.values()].map(({ resource, crd }) => ({ resource, crd })),
     webhooks: [...(options.webhooks ?? [])],
+    conversions: [...installs.values()].flatMap(({ resource, crd }) =>
+      isConvertible(resource) &&
+        (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy ===
+          "Webhook"
+        ? [resource]
+        : []
+    ),
     image: options.image ?? `${name}:${version}`,
     namespace: options.namespace,
     leaderElection: {
@@ -192,6 +207,19 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     rules: [...(options.rules ?? [])],
     watchNamespaces: (options.watchNamespaces ?? []).filter((ns) => ns !== ""),
   };
+}
+
+/** Whether `wide` is a multi-version CRD that declares every version of single-version `one`. */
+function coversVersions(wide: KubeObject, one: KubeObject): boolean {
+  const names = (c: KubeObject) =>
+    ((c as { spec?: { versions?: { name: string }[] } }).spec?.versions ?? []).map((v) => v.name);
+  const [w, o] = [names(wide), names(one)];
+  return w.length > 1 && o.length === 1 && w.includes(o[0]);
+}
+
+function isConvertible(res: Resource): res is Resource & ConvertibleResource {
+  const r = res as Partial<ConvertibleResource>;
+  return typeof r.convert === "function" && (r.versions?.length ?? 0) > 1;
 }
 
 // Only the durations that were set, each checked here so a typo fails at startup.

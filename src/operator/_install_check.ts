@@ -5,6 +5,7 @@ import type { Client } from "../client/client.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { restoreWebhooks } from "../webhook/local_registration.ts";
+import { restoreConversions } from "../webhook/conversion_config.ts";
 import type { OperatorDefinition } from "./_command.ts";
 import type { CommandIo } from "../util/cli_io.ts";
 
@@ -31,6 +32,15 @@ export async function checkInstall(
     for (const kind of await run(() => restoreWebhooks(client, def.name))) {
       io.out(
         `${kind.toLowerCase()}.admissionregistration.k8s.io/${def.name} restored ` +
+          "(a local run had left it pointing at itself)",
+      );
+    }
+  }
+  const crdNames = def.conversions.map((r) => `${r.plural}.${r.group}`);
+  if (crdNames.length) {
+    for (const name of await run(() => restoreConversions(client, crdNames))) {
+      io.out(
+        `customresourcedefinition.apiextensions.k8s.io/${name} conversion webhook restored ` +
           "(a local run had left it pointing at itself)",
       );
     }

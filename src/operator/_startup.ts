@@ -7,7 +7,9 @@
 //    kind is not served (404: its CRD is not installed), the credentials are refused (401),
 //    RBAC forbids the list (403). A starting API server accepts requests before its RBAC
 //    caches are synced and may refuse them meanwhile (kubernetes/kubernetes#121635), so a
-//    401, 403 or 404 counts only when the server's own `/readyz` passes.
+//    401, 403 or 404 counts only when the server's own `/readyz` passes. A list that fails in
+//    the CRD's conversion webhook shows the kind is served: that webhook is this operator's
+//    own, served after this step, so waiting for it here would wait for ever.
 // 2. `cacheSyncDeadline`: the informers then retry on their own (as client-go's reflectors
 //    do); if they have not all synced when the same start-up deadline passes, start-up fails
 //    with one line naming what did not sync and why, like controller-runtime's
@@ -64,7 +66,11 @@ export async function awaitApiServer(
       seen.add(key);
       try {
         await wait.run(
-          (signal) => client.list(res, { namespace, limit: 1, signal }),
+          (signal) =>
+            client.list(res, { namespace, limit: 1, signal }).catch((err) => {
+              if (isConversionFailure(err)) return undefined;
+              throw err;
+            }),
           async (err, signal) =>
             isRefusal(err) && !(await apiServerReady(client, signal))
               ? `${err.code} ${err.reason} while the API server is not ready`
@@ -77,6 +83,14 @@ export async function awaitApiServer(
       }
     }
   }
+}
+
+/**
+ * The API server could not convert stored objects through the CRD's conversion webhook
+ * (`conversion webhook for <gvk> failed: ...`), which the operator itself serves.
+ */
+function isConversionFailure(err: unknown): boolean {
+  return err instanceof ApiError && err.code >= 500 && /conversion webhook for /.test(err.message);
 }
 
 /** 401, 403, or a 404 for the whole resource: real unless the server is still starting. */

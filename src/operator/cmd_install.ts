@@ -33,6 +33,7 @@ import {
 } from "../core/kinds_cluster.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
 import { checkInstall } from "./_install_check.ts";
+import { withConversionWebhook } from "../webhook/conversion_config.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
@@ -98,7 +99,9 @@ fail at once.`,
  * @returns The objects, in apply order.
  */
 export function installObjects(def: OperatorDefinition, namespace: string): KubeObject[] {
-  const crds = def.installs.map((i) => structuredClone(i.crd));
+  // A multi-version CRD's conversion webhook is the operator's, behind its webhook Service.
+  const service = { namespace, name: `${def.name}-webhook`, port: 443 };
+  const crds = def.installs.map((i) => withConversionWebhook(i.crd, { service }));
   if (!def.webhooks.length) return crds;
   const { webhooks } = operatorManifests({
     name: def.name,

@@ -266,7 +266,10 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
       str("health-probe-bind-address") ?? ":8081",
       "health-probe-bind-address",
     ),
-    webhook: def.webhooks.length ? { port, certPath: str("webhook-cert-path") } : undefined,
+    // Conversion webhooks of multi-version resources are served by the same server.
+    webhook: def.webhooks.length || def.conversions.length
+      ? { port, certPath: str("webhook-cert-path") }
+      : undefined,
   };
   checkPorts(settings);
   return settings;
@@ -476,6 +479,7 @@ once the caches have synced (standbys included).`,
           port: settings.webhook.port,
           certDir: settings.webhook.certPath,
           local,
+          conversions: ctx.def.conversions,
           signal: served.signal,
         });
         const serving = webhooks;

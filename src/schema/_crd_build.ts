@@ -12,6 +12,7 @@ import type {
 import type { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
 import { toRules } from "./_schema_walk.ts";
+import type { Resource } from "../core/resource.ts";
 
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
@@ -264,6 +265,98 @@ export function buildCrd(
           ? { additionalPrinterColumns: p.printerColumns.map((c) => ({ ...c })) }
           : {}),
       }],
+    },
+  };
+}
+
+type Crd = ReturnType<typeof buildCrd>;
+
+/** A spoke version as the CRD needs it. */
+export interface SpokePart {
+  resource: Resource & { crd?: () => Crd; versions?: readonly string[] };
+  served?: boolean;
+  deprecated?: boolean | string;
+}
+
+/** Where the conversion webhook is until the operator points it at its own Service. */
+export const CONVERSION_PLACEHOLDER = {
+  service: { namespace: "system", name: "webhook-service", path: "/convert", port: 443 },
+};
+
+const PRIORITY = /^v([0-9]+)(?:(alpha|beta)([0-9]+))?$/;
+
+/** Kubernetes' version priority: GA before beta before alpha, higher numbers first. */
+function priority(a: string, b: string): number {
+  const key = (v: string) => {
+    const m = PRIORITY.exec(v)!;
+    return [m[2] ? (m[2] === "beta" ? 1 : 0) : 2, Number(m[1]), Number(m[3] ?? 0)];
+  };
+  const [x, y] = [key(a), key(b)];
+  return y[0] - x[0] || y[1] - x[1] || y[2] - x[2];
+}
+
+/**
+ * Adds the spoke versions to a hub's single-version CRD: each spoke's schema, subresources
+ * and columns, served (unless told otherwise) and not stored, in priority order, with a
+ * conversion webhook.
+ *
+ * @throws {TypeError} When a spoke is not a `defineResource` of the same group, kind,
+ * plural and scope, has versions of its own, or repeats a version.
+ */
+export function withVersions(hub: Crd, spokes: readonly SpokePart[]): Crd {
+  const { group, names, scope } = hub.spec;
+  const hubVersion = hub.spec.versions[0].name;
+  const fail = (why: string): never => {
+    throw new TypeError(`Cannot define resource "${names.kind}": ${why}`);
+  };
+  const seen = new Set([hubVersion]);
+  const versions = [...hub.spec.versions];
+  for (const s of spokes) {
+    const r = s?.resource;
+    if (typeof r?.crd !== "function") {
+      fail(
+        `each entry of versions needs the resource of its version, from defineResource; got ${
+          r?.apiVersion ?? typeof r
+        }`,
+      );
+    }
+    if ((r.versions?.length ?? 1) > 1) {
+      fail(`version "${r.version}" lists versions of its own; list every version on the hub`);
+    }
+    const crd = r.crd!();
+    const same = crd.spec.group === group && crd.spec.names.kind === names.kind &&
+      crd.spec.names.plural === names.plural && crd.spec.scope === scope;
+    if (!same) {
+      fail(
+        `version "${r.version}" must have the hub's group, kind, plural and scope ` +
+          `(${group}, ${names.kind}, ${names.plural}, ${scope}), not ` +
+          `(${crd.spec.group}, ${crd.spec.names.kind}, ${crd.spec.names.plural}, ${crd.spec.scope})`,
+      );
+    }
+    if (seen.has(r.version)) fail(`version "${r.version}" is declared twice`);
+    seen.add(r.version);
+    const { served: _s, storage: _t, ...rest } = crd.spec.versions[0];
+    versions.push({
+      ...rest,
+      served: s.served ?? true,
+      storage: false,
+      ...(s.deprecated ? { deprecated: true } : {}),
+      ...(typeof s.deprecated === "string" ? { deprecationWarning: s.deprecated } : {}),
+    });
+  }
+  versions.sort((a, b) => priority(a.name, b.name));
+  return {
+    ...hub,
+    spec: {
+      ...hub.spec,
+      versions,
+      conversion: {
+        strategy: "Webhook",
+        webhook: {
+          conversionReviewVersions: ["v1"],
+          clientConfig: structuredClone(CONVERSION_PLACEHOLDER),
+        },
+      },
     },
   };
 }

@@ -8,10 +8,12 @@ import { z, type ZodInput, type ZodType } from "../util/zod.ts";
 import type { KubeObject, ObjectMeta } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { pluralize } from "../core/resource.ts";
+import type { SpokeVersion } from "./conversion.ts";
+import { makeConverter, type SpokeFunctions } from "./_conversion.ts";
 import { toStructuralSchema } from "./schema.ts";
 import type { PrinterColumn, ScaleSubresource, ValidationRule } from "../core/crd.ts";
 import type { CustomResourceDefinition } from "../core/kinds_cluster.ts";
-import { buildCrd, checkNames } from "./_crd_build.ts";
+import { buildCrd, checkNames, withVersions } from "./_crd_build.ts";
 
 /** A custom resource's object: what the API server returns for it. */
 export interface ResourceObject<Spec, Status = never> extends KubeObject {
@@ -56,14 +58,24 @@ export interface ScaleOptions {
   labelSelectorPath?: string;
 }
 
-/** What {@link defineResource} needs. */
+/**
+ * What {@link defineResource} needs.
+ *
+ * @typeParam Spec The zod schema of `spec`.
+ * @typeParam Status The zod schema of `status`, or `undefined`.
+ * @typeParam Versions The resources of the other versions (`versions`), inferred.
+ */
 export interface DefineResourceOptions<
   Spec extends ZodType,
   Status extends ZodType | undefined,
+  Versions extends readonly Resource<any>[] = [],
 > {
   /** API group, a DNS subdomain with at least one dot, e.g. `apps.kubeno.dev`. */
   group: string;
-  /** Version, e.g. `v1`, `v1alpha1`, `v2beta3`. */
+  /**
+   * Version, e.g. `v1`, `v1alpha1`, `v2beta3`. With `versions`, this is the hub: the version
+   * objects are stored in and controllers reconcile.
+   */
   version: string;
   /** Kind in UpperCamelCase, e.g. `Myapp`. */
   kind: string;
@@ -124,6 +136,20 @@ export interface DefineResourceOptions<
    * @default `${kind} is the Schema for the ${plural} API`
    */
   description?: string;
+  /**
+   * The resource's other versions (spokes), each with its own resource (a `defineResource`
+   * of the same group, kind, plural and scope) and two functions converting its objects to
+   * and from this version, the hub. The CRD then lists every version, stores this one and
+   * names a conversion webhook, which the operator serves (`/convert`). Round trips are
+   * lossless: see `SpokeVersion` and `CONVERSION_DATA_ANNOTATION`.
+   * @default [] (one version)
+   */
+  versions?: {
+    [I in keyof Versions]: SpokeVersion<
+      Versions[I],
+      ResourceObject<OutputOf<Spec>, OutputOf<Status>>
+    >;
+  };
 }
 
 /** One failed field of a resource object. */
@@ -210,8 +236,24 @@ export interface CustomResource<
   readonly specSchema: Spec;
   /** The zod schema of `status`, if any. */
   readonly statusSchema: Status;
+  /** Every version the CRD declares: this one (the hub, stored) first, then `versions`. */
+  readonly versions: readonly string[];
   /**
-   * The CustomResourceDefinition, a fresh copy on each call.
+   * Converts an object of any version of this resource to another, as the operator's
+   * conversion webhook does (see `SpokeVersion`); useful to test conversions.
+   * @param object An object of one of `versions`.
+   * @param to The target: a version's resource, its `apiVersion` or its version name.
+   * @returns The object at `to`, a new object.
+   * @throws {ConversionError} When a version or the kind is not this resource's, or a
+   * conversion function throws.
+   */
+  convert<T extends KubeObject = KubeObject>(object: KubeObject, to: Resource<T> | string): T;
+  /**
+   * The CustomResourceDefinition, a fresh copy on each call. With `versions`, its
+   * `spec.conversion` names a conversion webhook at `/convert` of the Service
+   * `system/webhook-service` (controller-gen's placeholder): the operator program points it
+   * at its own Service (`install`, `manifests`, `chart`) or at itself (`run` outside a
+   * cluster).
    * @returns The apiextensions.k8s.io/v1 object, named `<plural>.<group>`, with `apiVersion`
    * and `kind` set.
    */
@@ -275,8 +317,9 @@ function issuePath(path: PropertyKey[]): string {
 export function defineResource<
   Spec extends ZodType,
   Status extends ZodType | undefined = undefined,
+  const Versions extends readonly Resource<any>[] = [],
 >(
-  options: DefineResourceOptions<Spec, Status>,
+  options: DefineResourceOptions<Spec, Status, Versions>,
 ): CustomResource<Spec, Status> {
   const { group, version, kind } = options;
   const plural = options.plural ?? pluralize(kind);
@@ -299,7 +342,7 @@ export function defineResource<
     statusReplicasPath: ".status.replicas",
     ...(options.scale === true ? {} : options.scale),
   };
-  const crd = buildCrd({
+  const single = buildCrd({
     group,
     version,
     names,
@@ -310,6 +353,16 @@ export function defineResource<
     validations: options.validations ?? [],
     printerColumns: options.printerColumns ?? [],
     description: options.description ?? `${kind} is the Schema for the ${plural} API`,
+  });
+  const spokes = (options.versions ?? []) as readonly SpokeVersion<Resource, KubeObject>[];
+  const crd = spokes.length ? withVersions(single, spokes) : single;
+  const convert = makeConverter({
+    group,
+    kind,
+    hub: version,
+    spokes: new Map(
+      spokes.map((s) => [s.resource.version, s as unknown as SpokeFunctions]),
+    ),
   });
 
   const apiVersion = `${group}/${version}`;
@@ -356,6 +409,10 @@ export function defineResource<
     categories: Object.freeze(names.categories),
     specSchema: options.spec,
     statusSchema: options.status as Status,
+    versions: Object.freeze([version, ...spokes.map((s) => s.resource.version)]),
+    convert<U extends KubeObject>(object: KubeObject, to: Resource<U> | string): U {
+      return convert(object, typeof to === "string" ? to : to.apiVersion) as U;
+    },
     crd: (): ReturnType<typeof buildCrd> => JSON.parse(frozen),
     safeParse,
     parse(value: unknown): T {

@@ -209,8 +209,11 @@ export function admissionHandler(
   }
 }
 
-/** Reads the body up to `max` bytes: 413 when larger, 408 past the deadline, 400 on a read error. */
-async function readBody(
+/**
+ * Reads the body up to `max` bytes: 413 when larger, 408 past the deadline, 400 on a read
+ * error. Shared with the conversion webhook (`conversion.ts`).
+ */
+export async function readBody(
   req: Request,
   max: number,
   signal: AbortSignal,

@@ -20,6 +20,7 @@ import tls from "node:tls";
 import { getLogger } from "../util/log.ts";
 import type { Admission } from "./admission.ts";
 import { admissionHandler } from "./handler.ts";
+import { CONVERSION_PATH, conversionHandler, type ConvertibleResource } from "./conversion.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
@@ -35,6 +36,11 @@ export interface TlsCertificate {
 export interface WebhookServerOptions {
   /** The admissions to serve. */
   webhooks: readonly Admission[];
+  /**
+   * Multi-version resources whose conversion webhook is served at `/convert`.
+   * @default [] (no `/convert`)
+   */
+  conversions?: readonly ConvertibleResource[];
   /** The certificate to start with; replace it with `setCertificate`. */
   certificate: TlsCertificate;
   /**
@@ -189,7 +195,14 @@ export class WebhookServer implements AsyncDisposable {
  */
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   checkCertificate(options.certificate);
-  const handler = admissionHandler(options.webhooks, options);
+  const admit = admissionHandler(options.webhooks, options);
+  const conversions = options.conversions ?? [];
+  const convert = conversions.length
+    ? conversionHandler(conversions, { requestTimeoutMs: options.requestTimeoutMs })
+    : undefined;
+  const handler = convert
+    ? (req: Request) => new URL(req.url).pathname === CONVERSION_PATH ? convert(req) : admit(req)
+    : admit;
   const dir = await Deno.makeTempDir({ prefix: "kubeno-webhook-" });
   await Deno.chmod(dir, 0o700).catch(() => {});
   const path = `${dir}/http.sock`;
@@ -262,6 +275,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const paths = options.webhooks.flatMap((w) =>
     [w.mutating?.path, w.validating?.path].filter((p): p is string => !!p)
   );
+  if (convert) paths.push(CONVERSION_PATH);
   const ws = new WebhookServer({
     tls: server,
     http,

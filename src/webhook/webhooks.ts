@@ -24,6 +24,12 @@ import { patchCaBundle } from "./register.ts";
 import { type LocalRegistration, takeOverWebhooks } from "./local_registration.ts";
 import { getLogger } from "../util/log.ts";
 import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from "./server.ts";
+import type { ConvertibleResource } from "./conversion.ts";
+import {
+  type LocalConversionRegistration,
+  patchConversionWebhooks,
+  takeOverConversions,
+} from "./conversion_config.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
@@ -59,6 +65,13 @@ export interface ServeWebhooksOptions {
    * @default "127.0.0.1" when `local`, else every interface (IPv6 and IPv4)
    */
   hostname?: string;
+  /**
+   * Multi-version resources whose conversion webhook is served at `/convert`; their CRDs'
+   * `spec.conversion.webhook.clientConfig` is kept pointing here (the Service `<name>-webhook`
+   * in `namespace`, or with `local` this server's URL until `close()`) with the CA bundle.
+   * @default []
+   */
+  conversions?: readonly ConvertibleResource[];
   /** Options of self-managed certificates (lifetime, renewal point, clock). */
   certificates?: Partial<Omit<SelfManagedCertificatesOptions, "name" | "namespace" | "signal">>;
   /** Options of the supplied-directory watcher. */
@@ -80,6 +93,8 @@ export interface RunningWebhooks extends AsyncDisposable {
   readonly certificates: CertificateSource & AsyncDisposable;
   /** With `local`: the URL registration that `close()` hands back. */
   readonly registration?: LocalRegistration;
+  /** With `local` and `conversions`: the CRDs' URL registration that `close()` hands back. */
+  readonly conversionRegistration?: LocalConversionRegistration;
   /**
    * Hands back a local registration, then stops renewal and the server.
    * @returns Resolves once stopped; a failed hand-back is logged, not thrown.
@@ -117,6 +132,25 @@ export async function serveWebhooks(
 ): Promise<RunningWebhooks> {
   const { name, namespace, signal } = options;
   let registration: LocalRegistration | undefined;
+  let conversionRegistration: LocalConversionRegistration | undefined;
+  const conversions = options.conversions ?? [];
+  const crdNames = conversions.map((r) => `${r.plural}.${r.group}`);
+  const service = {
+    service: { namespace, name: options.certificates?.serviceName ?? `${name}-webhook` },
+  };
+  // In the cluster the CRDs follow the CA bundle as the admission configurations do, and are
+  // pointed at this operator's Service (its namespace may differ from the manifests').
+  const publishInCluster = async (bundle: string) => {
+    // Without admission webhooks there are no configurations (nor RBAC to read them).
+    if (webhooks.length) await patchCaBundle(client, name, bundle, { signal });
+    if (crdNames.length) {
+      await patchConversionWebhooks(client, crdNames, {
+        target: service,
+        caBundlePem: bundle,
+        signal,
+      });
+    }
+  };
   const certificates = options.certDir
     ? await watchCertificateDir(options.certDir, { ...options.certDirOptions, signal })
     : await selfManagedCertificates(client, {
@@ -128,8 +162,13 @@ export async function serveWebhooks(
         ? {
           store: options.certificates?.store ?? "memory",
           // Before the take-over there is nothing of this run's to publish into.
-          publish: (bundle: string) => registration?.setCaBundle(bundle) ?? Promise.resolve(),
+          publish: async (bundle: string) => {
+            await registration?.setCaBundle(bundle);
+            await conversionRegistration?.setCaBundle(bundle);
+          },
         }
+        : crdNames.length
+        ? { publish: options.certificates?.publish ?? publishInCluster }
         : {}),
     });
   let server: WebhookServer;
@@ -137,6 +176,7 @@ export async function serveWebhooks(
     server = await startWebhookServer({
       ...options.server,
       webhooks,
+      conversions,
       certificate: certificates.current,
       port: options.port ?? 9443,
       hostname: options.hostname ?? (options.local ? "127.0.0.1" : undefined),
@@ -150,9 +190,13 @@ export async function serveWebhooks(
     server.setCertificate(cert);
     // Supplied certificates carry their CA in ca.crt; self-managed ones patch it themselves.
     if (options.certDir && cert.caBundlePem) {
-      const publish = registration
-        ? registration.setCaBundle(cert.caBundlePem)
-        : patchCaBundle(client, name, cert.caBundlePem);
+      const bundle = cert.caBundlePem;
+      const publish = options.local
+        ? Promise.all([
+          registration?.setCaBundle(bundle),
+          conversionRegistration?.setCaBundle(bundle),
+        ])
+        : publishInCluster(bundle);
       publish.catch((err) =>
         log.warn("Cannot publish the webhook CA bundle: {message}", { message: String(err) })
       );
@@ -161,6 +205,14 @@ export async function serveWebhooks(
   let closing: Promise<void> | undefined;
   const close = () =>
     closing ??= (async () => {
+      try {
+        await conversionRegistration?.restore();
+      } catch (err) {
+        log.error(
+          'Cannot restore the conversion webhook of {crds} after the local run: {message}; run "install" to restore it',
+          { crds: crdNames.join(", "), message: err instanceof Error ? err.message : String(err) },
+        );
+      }
       try {
         await registration?.restore();
       } catch (err) {
@@ -173,6 +225,25 @@ export async function serveWebhooks(
       await server.shutdown();
     })();
   try {
+    if (options.local && crdNames.length) {
+      conversionRegistration = await takeOverConversions(client, crdNames, {
+        url: `https://127.0.0.1:${server.port}`,
+        caBundle: certificates.current.caBundlePem || undefined,
+        signal,
+      });
+      if (conversionRegistration.staleFound.length) {
+        log.warn(
+          "The conversion webhook of {crds} still held an earlier local run's registration; the configuration it saved will be restored on exit",
+          { crds: conversionRegistration.staleFound.join(", ") },
+        );
+      }
+    } else if (crdNames.length && options.certDir) {
+      await patchConversionWebhooks(client, crdNames, {
+        target: service,
+        caBundlePem: certificates.current.caBundlePem || undefined,
+        signal,
+      });
+    }
     if (options.local) {
       registration = await takeOverWebhooks(client, webhooks, {
         name,
@@ -198,6 +269,9 @@ export async function serveWebhooks(
     certificates,
     get registration() {
       return registration;
+    },
+    get conversionRegistration() {
+      return conversionRegistration;
     },
     close,
     [Symbol.asyncDispose]: close,
