@@ -15,6 +15,7 @@ import type { Command, InstalledResource, OperatorDefinition } from "./_command.
 import type { CommandIo } from "../util/cli_io.ts";
 import { installCommand } from "./cmd_install.ts";
 import { manifestsCommand } from "./cmd_manifests.ts";
+import { migrateStorageCommand } from "./cmd_migrate_storage.ts";
 import { runCommand } from "./cmd_run.ts";
 import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "../util/log.ts";
@@ -28,6 +29,7 @@ const COMMANDS: readonly Command[] = [
   installCommand,
   uninstallCommand,
   manifestsCommand,
+  migrateStorageCommand,
 ];
 const VALUE_FLAGS = new Set(
   [...GLOBAL_FLAGS, ...COMMANDS.flatMap((c) => c.flags)]

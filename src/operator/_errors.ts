@@ -23,6 +23,7 @@ const KNOWN = new Set([
   "StartupError",
   "ApiServerUnavailableError",
   "CertificateDirError",
+  "StorageMigrationError",
 ]);
 
 const UNREACHABLE_HINT =

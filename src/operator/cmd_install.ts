@@ -6,7 +6,7 @@
  *
  * Every object is first applied as a server-side dry run, so a refusal (403, an invalid
  * object) is reported before anything was written; webhook configurations that a killed local
- * `run` left pointing at itself are restored first (see `_install_check.ts`).
+ * `run` left pointing at itself are restored first (`checkInstall` below).
  *
  * An API server that is unreachable or restarting (refused connections, timeouts, 429, 5xx) is
  * waited out with back-off within `--timeout`, so `install` in a deploy script survives a
@@ -32,8 +32,9 @@ import {
   ValidatingWebhookConfiguration,
 } from "../core/kinds_cluster.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
-import { checkInstall } from "./_install_check.ts";
-import { withConversionWebhook } from "../webhook/conversion_config.ts";
+import { restoreWebhooks } from "../webhook/local_registration.ts";
+import type { CommandIo } from "../util/cli_io.ts";
+import { restoreConversions, withConversionWebhook } from "../webhook/conversion_config.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
@@ -182,5 +183,51 @@ async function waitEstablished(
       );
     }
     await realClock.sleep(delay);
+  }
+}
+
+/**
+ * What `install` does before it writes anything: hands back webhook configurations (and CRD
+ * conversion webhooks) that a killed local `run` left pointing at itself, then checks every
+ * object with a server-side dry run, so that a refusal (403, an invalid object) leaves
+ * nothing half-applied.
+ *
+ * @param client The client.
+ * @param def The operator.
+ * @param objects What `install` applies, in order.
+ * @param resourceOf The resource of each object.
+ * @param io Where to report restored configurations.
+ * @param run Wraps each request, e.g. to wait out an unreachable API server.
+ * @throws {ApiError} The first refusal, before anything was applied.
+ */
+export async function checkInstall(
+  client: Client,
+  def: OperatorDefinition,
+  objects: readonly KubeObject[],
+  resourceOf: (obj: KubeObject) => Resource,
+  io: Pick<CommandIo, "out">,
+  run: <R>(fn: (signal?: AbortSignal) => Promise<R>) => Promise<R> = (fn) => fn(),
+): Promise<void> {
+  if (def.webhooks.length) {
+    for (const kind of await run(() => restoreWebhooks(client, def.name))) {
+      io.out(
+        `${kind.toLowerCase()}.admissionregistration.k8s.io/${def.name} restored ` +
+          "(a local run had left it pointing at itself)",
+      );
+    }
+  }
+  const crdNames = def.conversions.map((r) => `${r.plural}.${r.group}`);
+  if (crdNames.length) {
+    for (const name of await run(() => restoreConversions(client, crdNames))) {
+      io.out(
+        `customresourcedefinition.apiextensions.k8s.io/${name} conversion webhook restored ` +
+          "(a local run had left it pointing at itself)",
+      );
+    }
+  }
+  for (const obj of objects) {
+    await run((signal) =>
+      client.apply(resourceOf(obj), obj as never, { force: true, dryRun: true, signal })
+    );
   }
 }

@@ -5,6 +5,8 @@
  * - `run` (the default): start the controllers until SIGINT/SIGTERM, then stop gracefully;
  * - `install` / `uninstall`: apply / delete the operator's CRDs (and webhook configurations);
  * - `manifests`: print the YAML that deploys the operator (CRDs, RBAC, Deployment);
+ * - `migrate-storage`: after an API version change, rewrite stored objects at the storage
+ *   version and trim the CRDs' `status.storedVersions`;
  * - `version`, `help` (also `--help`, `-h`, `<command> --help`).
  *
  * Global flags: `--kubeconfig`, `--context`, `--namespace` (the operator's namespace),
