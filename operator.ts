@@ -1,7 +1,8 @@
 /**
  * The operator program beyond `operator(...)`: the manifests it deploys itself with
  * (Namespace, ServiceAccount, least-privilege RBAC derived from what the controllers touch,
- * Deployment, webhook Service and configurations) and the option types of `operator()`.
+ * Deployment, webhook Service and configurations), the Helm chart of the same objects
+ * (`helmChart`, what `manifests --helm DIR` writes) and the option types of `operator()`.
  *
  * @example The RBAC a controller needs
  * ```ts
@@ -32,3 +33,4 @@ export {
   type OperatorManifestsInit,
 } from "./src/deploy/manifests.ts";
 export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/deploy/rbac.ts";
+export { type HelmChart, helmChart, type HelmChartInit } from "./src/deploy/helm_chart.ts";

@@ -138,6 +138,7 @@ Deno.test("init makes a project that passes its own check and test; create resou
   assert.equal(config.imports["@kubeno/kubeno"], new URL("mod.ts", REPO).href);
   assert.equal(config.imports["@kubeno/kubeno/testing"], new URL("testing.ts", REPO).href);
   assert.deepEqual(Object.keys(config.tasks).sort(), [
+    "chart",
     "check",
     "compile",
     "dev",
@@ -158,6 +159,13 @@ Deno.test("init makes a project that passes its own check and test; create resou
   await t.step("manifests print the CRD", async () => {
     const run = ok(await deno(["task", "manifests"], { cwd: dir }), "deno task manifests");
     assert.match(run.stdout, /name: shops\.shop\.example\.com/);
+  });
+  await t.step("deno task chart writes a Helm chart holding the CRD", async () => {
+    const run = ok(await deno(["task", "chart"], { cwd: dir }), "deno task chart");
+    assert.match(run.stdout, /Helm chart shop-operator written to chart \(\d+ files\)/);
+    const crd = await Deno.readTextFile(`${dir}/chart/crds/shops.shop.example.com.yaml`);
+    assert.match(crd, /kind: CustomResourceDefinition/);
+    assert.match(await Deno.readTextFile(`${dir}/chart/Chart.yaml`), /name: shop-operator/);
   });
 
   const before = await Deno.readTextFile(`${dir}/operator.ts`);

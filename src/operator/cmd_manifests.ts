@@ -1,14 +1,16 @@
 /**
  * `manifests`: prints everything needed to deploy the operator as multi-document YAML, or with
  * `--out DIR` writes it as one file per group (`crds.yaml`, `operator.yaml`, `rbac.yaml`,
- * `webhooks.yaml`). Generated from the definitions compiled into the program; nothing is read
- * from disk or the cluster.
+ * `webhooks.yaml`), or with `--helm DIR` as a Helm chart (`deploy/helm_chart.ts`) whose
+ * default values render the same objects. Generated from the definitions compiled into the
+ * program; nothing is read from disk or the cluster.
  *
  * @module
  */
 import { EXIT, parseList, UsageError } from "../util/args.ts";
 import { type Command, type CommandContext, env, operatorNamespace } from "./_command.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
+import { helmChart } from "../deploy/helm_chart.ts";
 import { toYaml } from "../util/yaml.ts";
 
 /** The `manifests` command. */
@@ -21,9 +23,27 @@ its controllers watch, own and write, its Deployment and, when it serves webhook
 Service and configurations, as multi-document YAML ready for "kubectl apply -f -". With
 --out DIR, writes crds.yaml, operator.yaml, rbac.yaml (and webhooks.yaml) instead. With
 --watch-namespace, namespaced permissions are Roles in those namespaces instead of a
-ClusterRole, and the Deployment passes the same flag to "run".`,
+ClusterRole, and the Deployment passes the same flag to "run".
+
+With --helm DIR, writes a Helm chart instead: Chart.yaml, values.yaml (image, replicas,
+leader election, resources, watch namespaces, metrics, webhook certificates, scheduling and
+security contexts), the CRDs under crds/ and templates for the rest. With its default values
+the chart renders the objects printed here, without the Namespace (helm install
+--create-namespace makes it). --image and --watch-namespace set the values' defaults.`,
   flags: [
     { name: "out", type: "string", valueName: "DIR", description: "Write one file per group" },
+    {
+      name: "helm",
+      type: "string",
+      valueName: "DIR",
+      description: "Write a Helm chart of the operator into DIR",
+    },
+    {
+      name: "chart-version",
+      type: "string",
+      valueName: "SEMVER",
+      description: "Version of the Helm chart (default: the operator's version)",
+    },
     {
       name: "image",
       type: "string",
@@ -45,7 +65,7 @@ ClusterRole, and the Deployment passes the same flag to "run".`,
         ? ctx.flags["watch-namespace"]
         : env("WATCH_NAMESPACE"),
     );
-    const m = operatorManifests({
+    const init = {
       name: ctx.def.name,
       version: ctx.def.version,
       controllers: ctx.def.controllers,
@@ -56,23 +76,32 @@ ClusterRole, and the Deployment passes the same flag to "run".`,
       webhooks: ctx.def.webhooks,
       rules: ctx.def.rules,
       renewDeadlineMs: ctx.def.leaderElection.renewDeadlineMs,
-    });
+    };
+    if (typeof ctx.flags.helm === "string") {
+      if (typeof ctx.flags.out === "string") {
+        throw new UsageError('Flags "--out" and "--helm" cannot be combined; pick one');
+      }
+      const chartVersion = ctx.flags["chart-version"];
+      let files: Record<string, string>;
+      try {
+        files = helmChart({
+          ...init,
+          chartVersion: typeof chartVersion === "string" ? chartVersion : undefined,
+        });
+      } catch (err) {
+        if (err instanceof TypeError) throw new UsageError(err.message);
+        throw err;
+      }
+      await writeFiles(ctx, ctx.flags.helm, files);
+      return EXIT.ok;
+    }
+    const m = operatorManifests(init);
     const out = ctx.flags.out;
     if (typeof out !== "string") {
       ctx.out(toYaml(m.all).trimEnd());
       return EXIT.ok;
     }
-    const info = await Deno.stat(out).catch(() => undefined);
-    if (info && !info.isDirectory) {
-      throw new UsageError(`Flag "--out" takes a directory, and "${out}" is a file`);
-    }
-    try {
-      await Deno.mkdir(out, { recursive: true });
-    } catch (err) {
-      // Keep the runtime's error class (PermissionDenied, ...); say what was being done.
-      if (err instanceof Error) err.message = `Cannot write manifests to "${out}": ${err.message}`;
-      throw err;
-    }
+    await ensureDir(out, "out", "manifests");
     const files = {
       "crds.yaml": m.crds,
       "operator.yaml": m.operator,
@@ -88,3 +117,34 @@ ClusterRole, and the Deployment passes the same flag to "run".`,
     return EXIT.ok;
   },
 };
+
+/** Creates the output folder; a file in its place is a usage error. */
+async function ensureDir(dir: string, flag: string, what: string): Promise<void> {
+  const info = await Deno.stat(dir).catch(() => undefined);
+  if (info && !info.isDirectory) {
+    throw new UsageError(`Flag "--${flag}" takes a directory, and "${dir}" is a file`);
+  }
+  try {
+    await Deno.mkdir(dir, { recursive: true });
+  } catch (err) {
+    // Keep the runtime's error class (PermissionDenied, ...); say what was being done.
+    if (err instanceof Error) err.message = `Cannot write ${what} to "${dir}": ${err.message}`;
+    throw err;
+  }
+}
+
+/** Writes a chart's files below `dir`, one line per file. */
+async function writeFiles(
+  ctx: CommandContext,
+  dir: string,
+  files: Record<string, string>,
+): Promise<void> {
+  await ensureDir(dir, "helm", "the Helm chart");
+  const root = dir.replace(/\/+$/, "");
+  for (const [path, text] of Object.entries(files)) {
+    const full = `${root}/${path}`;
+    await Deno.mkdir(full.slice(0, full.lastIndexOf("/")), { recursive: true });
+    await Deno.writeTextFile(full, text);
+  }
+  ctx.out(`Helm chart ${ctx.def.name} written to ${root} (${Object.keys(files).length} files)`);
+}

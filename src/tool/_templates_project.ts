@@ -21,6 +21,8 @@ export function denoJson(p: ProjectNames, imports: Record<string, string>): stri
       imports,
       // An application, not a library: its exports need no explicit types.
       lint: { rules: { exclude: ["no-slow-types"] } },
+      // The generated Helm chart holds Go templates, not YAML deno fmt could read.
+      fmt: { exclude: ["chart/"] },
       tasks: {
         dev: task(
           "deno run -A dev.ts",
@@ -35,6 +37,10 @@ export function denoJson(p: ProjectNames, imports: Record<string, string>): stri
         manifests: task(
           "deno run -A operator.ts manifests",
           "Print the YAML that deploys the operator (CRDs, RBAC, Deployment)",
+        ),
+        chart: task(
+          "deno run -A operator.ts manifests --helm chart",
+          "Write a Helm chart of the operator into chart/ (same objects as manifests)",
         ),
       },
     },
@@ -137,8 +143,17 @@ docker build -t ${p.name}:0.1.0 .
 deno task manifests > deploy.yaml   # CRDs, ServiceAccount, RBAC, Deployment
 kubectl apply -f deploy.yaml
 \`\`\`
+
+Or with Helm: \`deno task chart\` writes \`chart/\`, whose default values render the same objects
+(the CRDs under \`chart/crds/\`, which \`helm uninstall\` leaves in place, as Helm does):
+
+\`\`\`sh
+deno task chart
+helm install ${p.name} ./chart --namespace ${p.name}-system --create-namespace
+helm upgrade ${p.name} ./chart --namespace ${p.name}-system --set-string image.tag=0.1.1
+\`\`\`
 `;
 }
 
 /** `.gitignore`: build output. */
-export const GITIGNORE = "bin/\ndeploy.yaml\n";
+export const GITIGNORE = "bin/\ndeploy.yaml\nchart/\n";
