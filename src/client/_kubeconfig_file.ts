@@ -2,8 +2,8 @@
 // merged (for each named entry and for current-context the first file that sets it wins),
 // relative file references resolved against the file that holds them, and the in-cluster
 // service account. Only plain data leaves this module; nothing here authenticates.
-import { fromYaml } from "../util/yaml.ts";
 import { firstLine } from "../util/cli_io.ts";
+import { parseKubeconfigYaml } from "./_kubeconfig_yaml.ts";
 
 /** An error in a kubeconfig: the path it concerns and the problem, one line each. */
 export class KubeconfigProblem extends Error {
@@ -84,18 +84,18 @@ export const IN_CLUSTER = "in-cluster";
  *
  * @throws {KubeconfigProblem} When nothing is found or a file cannot be read or understood.
  */
-export function findKubeconfig(explicit: string | undefined): KubeconfigData {
-  if (explicit !== undefined) return readFiles([explicit], explicit);
+export async function findKubeconfig(explicit: string | undefined): Promise<KubeconfigData> {
+  if (explicit !== undefined) return await readFiles([explicit], explicit);
   const env = Deno.env.get("KUBECONFIG");
   if (env) {
     const sep = Deno.build.os === "windows" ? ";" : ":";
     const files = env.split(sep).filter((f) => f && exists(f));
     if (files.length === 0) throw new KubeconfigProblem(env, "KUBECONFIG names no existing file");
-    return readFiles(files, files.join(sep));
+    return await readFiles(files, files.join(sep));
   }
   const home = Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE");
   const defaultPath = home ? `${home}/.kube/config` : undefined;
-  if (defaultPath && exists(defaultPath)) return readFiles([defaultPath], defaultPath);
+  if (defaultPath && exists(defaultPath)) return await readFiles([defaultPath], defaultPath);
   const inCluster = inClusterConfig(SERVICE_ACCOUNT_DIR);
   if (inCluster) return inCluster;
   throw new KubeconfigProblem(
@@ -149,7 +149,7 @@ export function inClusterConfig(dir: string): KubeconfigData | undefined {
   };
 }
 
-function readFiles(files: string[], source: string): KubeconfigData {
+async function readFiles(files: string[], source: string): Promise<KubeconfigData> {
   const data: KubeconfigData = {
     source,
     clusters: new Map(),
@@ -167,10 +167,13 @@ function readFiles(files: string[], source: string): KubeconfigData {
     }
     let doc: unknown;
     try {
-      doc = fromYaml(text)[0];
+      // Common kubeconfigs without loading a YAML library; anything else with the full one.
+      const lite = parseKubeconfigYaml(text);
+      doc = lite !== undefined ? lite : (await import("../util/yaml.ts")).fromYaml(text)[0];
     } catch (e) {
       throw new KubeconfigProblem(file, firstLine(e), { cause: e });
     }
+    if (doc === null) doc = undefined;
     if (doc !== undefined && (typeof doc !== "object" || doc === null || Array.isArray(doc))) {
       throw new KubeconfigProblem(file, "it is not a YAML mapping");
     }

@@ -150,7 +150,7 @@ export class KubeconfigError extends Error {
 export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<ClusterAccess> {
   let data;
   try {
-    data = findKubeconfig(options.kubeconfig);
+    data = await findKubeconfig(options.kubeconfig);
   } catch (e) {
     if (e instanceof KubeconfigProblem) {
       throw new KubeconfigError(e.path, e.problem, { cause: e.cause });
