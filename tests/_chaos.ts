@@ -16,17 +16,104 @@
 // deleted one must be gone with its finalizer run (a "Finalizing" line in some replica's log),
 // and every exit of a replica must be the harness's SIGKILL or a Lease loss. The report gives
 // the restarts with their reasons and the measured times; nothing here asserts a duration.
-import { createClient } from "../src/client/client.ts";
+//
+// `operator: "myapp"` runs the same script with examples/myapp.ts instead (issue 14, see
+// tests/_chaos_myapp.ts): admission webhooks behind a harness-owned load balancer, the webhook
+// certificate rotated mid-way, workloads (Deployments) on kwok nodes, attempts to admit more
+// than 100 replicas, and an API server audit log to check that two leaders never wrote in
+// the same window.
+import { type Client, createClient } from "../src/client/client.ts";
 import { ApiError, ConnectionError, isAlreadyExists, isNotFound } from "../src/client/api_error.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
-import { startControlPlane } from "../testing.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import type { Resource } from "../src/core/resource.ts";
+import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "../testing.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
 import { mapConcurrent, waitFor } from "./_helpers.ts";
-import { type Exit, SupervisedReplica } from "./_supervised_replica.ts";
+import { type Exit, type ReplicaProgram, SupervisedReplica } from "./_supervised_replica.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
-const LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator";
 const NS = "chaos";
+
+/** What the scenario needs to know about the operator under test. */
+export interface ChaosProfile {
+  /** The custom resource the scenario creates and deletes, in namespace `chaos`. */
+  resource: Resource<KubeObject & { status?: any; spec?: any }>;
+  /** Path of the leader-election Lease. */
+  lease: string;
+  /** Options of the control plane. */
+  controlPlane?: ControlPlaneOptions;
+  /** Installs the operator (and whatever the replicas need) on a fresh control plane. */
+  setup(cp: ControlPlane, admin: Client): Promise<void>;
+  /** The kubeconfig and program of a replica. */
+  replica(
+    name: string,
+    cp: ControlPlane,
+  ): Promise<{ kubeconfig: string; program?: ReplicaProgram }>;
+  /** Creates object `name`, the `i`-th. */
+  create(admin: Client, name: string, i: number): Promise<void>;
+  /** Whether an object was reconciled at least once (it carries the finalizer). */
+  reconciled(obj: KubeObject & { status?: any }): boolean;
+  /** What is not converged yet, or "" once every kept object is and no doomed one is left. */
+  converged(admin: Client, kept: string[], doomed: string[]): Promise<string>;
+  /** The `namespace/name` a replica's log line reports as finalized. */
+  finalized(line: { json?: Record<string, any> }): string | undefined;
+  /** Runs after the first API server restart. */
+  midway?(say: (line: string) => void): Promise<void>;
+  /** Checks and counts after convergence. */
+  finish?(ctx: {
+    admin: Client;
+    kept: string[];
+    doomed: string[];
+    measure: (line: string) => void;
+    problems: string[];
+  }): Promise<void>;
+  /** Releases what `setup` started. */
+  close?(): Promise<void>;
+}
+
+/** The widget operator (issue 20's scenario). */
+const widgetProfile: ChaosProfile = {
+  resource: Widget,
+  lease: "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator",
+  async setup(cp) {
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", FIXTURE, "install", "--kubeconfig", cp.kubeconfigPath],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
+  },
+  replica: (_name, cp) => Promise.resolve({ kubeconfig: cp.kubeconfigPath }),
+  async create(admin, name) {
+    await admin.create(Widget, {
+      metadata: { name, namespace: NS },
+      spec: { size: 1 + (name.length % 3), color: "green" },
+    });
+  },
+  reconciled: (w) => w.status?.phase === "Ready",
+  async converged(admin, kept, doomed) {
+    const widgets = (await admin.list(Widget, { namespace: NS })).items;
+    const cms = new Map(
+      (await admin.list(ConfigMap, { namespace: NS })).items.map((c) => [c.metadata.name, c]),
+    );
+    const present = new Set(widgets.map((w) => w.metadata.name));
+    const lingering = doomed.filter((name) => present.has(name));
+    const notReady = widgets.filter((w) =>
+      !doomed.includes(w.metadata.name!) &&
+      (w.status?.phase !== "Ready" ||
+        cms.get(`${w.metadata.name}-config`)?.data?.size !== String(w.spec.size))
+    );
+    const missing = kept.filter((name) => !present.has(name));
+    return notReady.length || lingering.length || missing.length
+      ? `${notReady.length} not converged, ${lingering.length} deleted still present, ${missing.length} missing`
+      : "";
+  },
+  finalized: (l) =>
+    typeof l.json?.msg === "string" && l.json.msg.startsWith("Finalizing ")
+      ? l.json.key as string
+      : undefined,
+};
 
 /** Options of {@linkcode runChaos}. */
 export interface ChaosOptions {
@@ -41,6 +128,12 @@ export interface ChaosOptions {
    * @default [] (the defaults: lease 15s, renew deadline 10s, retry period 2s)
    */
   runFlags?: string[];
+  /**
+   * The operator under test: issue 20's widget operator, or examples/myapp.ts with its
+   * webhooks (issue 14; see tests/_chaos_myapp.ts).
+   * @default "widget"
+   */
+  operator?: "widget" | "myapp";
 }
 
 /** What {@linkcode runChaos} measured and found. */
@@ -88,26 +181,29 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const doomed = names.slice(0, options.deletes);
   const kept = names.slice(options.deletes);
 
-  await using cp = await startControlPlane();
+  const profile = options.operator === "myapp"
+    ? (await import("./_chaos_myapp.ts")).myappProfile()
+    : widgetProfile;
+  const Kind = profile.resource;
+  const LEASE = profile.lease;
+  await using cp = await startControlPlane(profile.controlPlane);
   using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
-  const install = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", FIXTURE, "install", "--kubeconfig", cp.kubeconfigPath],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
   await admin.create(Namespace, { metadata: { name: NS } });
+  await profile.setup(cp, admin);
 
   const t0 = Date.now();
   const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-  const replicas = ["a", "b"].map((name) =>
-    new SupervisedReplica(name, cp.kubeconfigPath, options.runFlags ?? [], t0)
-  );
+  const replicas = await Promise.all(["a", "b"].map(async (name) => {
+    const { kubeconfig, program } = await profile.replica(name, cp);
+    return new SupervisedReplica(name, kubeconfig, options.runFlags ?? [], t0, program);
+  }));
   for (const r of replicas) r.start();
   const holder = async () => (await cp.request("GET", LEASE)).body?.spec?.holderIdentity;
   /** The replica whose running process holds the Lease. */
   const leaderReplica = async () => {
     const id = await holder();
+    // No Lease yet is no leader (not the first replica whose identity is not logged yet).
+    if (!id) return undefined;
     return replicas.find((r) => r.current && !r.current.exited && r.current.identity === id);
   };
   try {
@@ -116,13 +212,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // Creation, in the background, retried while the API server is away.
     let created = 0;
-    const creating = mapConcurrent(names, 4, async (name) => {
+    const creating = mapConcurrent(names, 4, async (name, i) => {
       await retrying(async () => {
         try {
-          await admin.create(Widget, {
-            metadata: { name, namespace: NS },
-            spec: { size: 1 + (name.length % 3), color: "green" },
-          });
+          await profile.create(admin, name, i);
         } catch (err) {
           if (!isAlreadyExists(err)) throw err; // an earlier try went through
         }
@@ -145,16 +238,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     await waitFor(() => created >= n / 3, { what: "a third created", timeoutMs: 120_000 });
     await restartApiServer("API server restart 1 (a crash: SIGKILL, then start)", true);
+    await profile.midway?.((line) => say(`${since()} ${line}`));
 
     await waitFor(() => created >= (2 * n) / 3, { what: "two thirds created", timeoutMs: 120_000 });
     // The Widgets to delete must carry the finalizer: wait until they were reconciled.
     await waitFor(async () => {
-      const list = await retrying(() => admin.list(Widget, { namespace: NS }));
+      const list = await retrying(() => admin.list(Kind, { namespace: NS }));
       const ready = new Set(
-        list.items.filter((w) => w.status?.phase === "Ready").map((w) => w.metadata.name),
+        list.items.filter((w) => profile.reconciled(w)).map((w) => w.metadata.name),
       );
       return doomed.every((name) => ready.has(name));
-    }, { what: `the ${doomed.length} Widgets to delete to be reconciled`, timeoutMs: 300_000 });
+    }, {
+      what: `the ${doomed.length} ${Kind.kind}s to delete to be reconciled`,
+      timeoutMs: 300_000,
+    });
     const revision = await cp.compactEtcd();
     say(`${since()} etcd compacted to revision ${revision}`);
     // The leader may have lost the Lease in the first restart (when it outlasted the renew
@@ -174,19 +271,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await mapConcurrent(doomed, 4, (name) =>
       retrying(async () => {
         try {
-          await admin.delete(Widget, name, { namespace: NS });
+          await admin.delete(Kind, name, { namespace: NS });
         } catch (err) {
           if (!isNotFound(err)) throw err;
         }
       }));
     const holderAtDelete = await holder();
     say(
-      `${since()} ${doomed.length} Widgets deleted; the Lease names ${
+      `${since()} ${doomed.length} ${Kind.kind}s deleted; the Lease names ${
         holderAtDelete === killed?.identity ? "the killed leader still" : "a live replica already"
       }`,
     );
     await creating;
-    say(`${since()} all ${n} Widgets created`);
+    say(`${since()} all ${n} ${Kind.kind}s created`);
 
     const newLeader = await waitFor(async () => {
       const r = await leaderReplica();
@@ -204,21 +301,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Convergence, read from the API server.
     let last = "";
     const converged = async () => {
-      const widgets = (await admin.list(Widget, { namespace: NS })).items;
-      const cms = new Map(
-        (await admin.list(ConfigMap, { namespace: NS })).items.map((c) => [c.metadata.name, c]),
-      );
-      const present = new Set(widgets.map((w) => w.metadata.name));
-      const lingering = doomed.filter((name) => present.has(name));
-      const notReady = widgets.filter((w) =>
-        !doomed.includes(w.metadata.name!) &&
-        (w.status?.phase !== "Ready" ||
-          cms.get(`${w.metadata.name}-config`)?.data?.size !== String(w.spec.size))
-      );
-      const missing = kept.filter((name) => !present.has(name));
-      last =
-        `${notReady.length} not converged, ${lingering.length} deleted still present, ${missing.length} missing`;
-      return notReady.length === 0 && lingering.length === 0 && missing.length === 0;
+      last = await profile.converged(admin, kept, doomed);
+      return last === "";
     };
     try {
       await waitFor(converged, {
@@ -227,7 +311,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         intervalMs: 500,
       });
       measure(
-        `converged: ${kept.length} Widgets Ready with their ConfigMaps, ${doomed.length} deleted, at ${since()}`,
+        `converged: ${kept.length} ${Kind.kind}s converged, ${doomed.length} deleted, at ${since()}`,
       );
     } catch (err) {
       problems.push(`${(err as Error).message} (${last})`);
@@ -235,20 +319,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // Every deleted Widget's finalizer ran, by some replica's log.
     const finalized = new Set(
-      replicas.flatMap((r) => r.lines())
-        .filter((l) => typeof l.json?.msg === "string" && l.json.msg.startsWith("Finalizing "))
-        .map((l) => l.json!.key as string),
+      replicas.flatMap((r) => r.lines()).map((l) => profile.finalized(l)).filter(Boolean),
     );
     const unfinalized = doomed.filter((name) => !finalized.has(`${NS}/${name}`));
     if (unfinalized.length) {
       problems.push(
-        `${unfinalized.length} deleted Widgets were never finalized: ${unfinalized.slice(0, 5)}`,
+        `${unfinalized.length} deleted ${Kind.kind}s were never finalized: ${
+          unfinalized.slice(0, 5)
+        }`,
       );
     }
     measure(
       `finalizers: ${
         doomed.length - unfinalized.length
-      }/${doomed.length} deleted Widgets finalized`,
+      }/${doomed.length} deleted ${Kind.kind}s finalized`,
     );
 
     // Start-up waits: replicas that came up while the API server was away and waited.
@@ -260,7 +344,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       )
     );
     measure(`start-up waits for the API server: ${waited.length ? waited.join(", ") : "none"}`);
+    await profile.finish?.({ admin, kept, doomed, measure, problems });
   } finally {
+    await profile.close?.();
     for (const r of replicas) {
       const code = await r.stop();
       if (code !== 0) problems.push(`replica ${r.name} exited ${code} on SIGTERM at the end`);

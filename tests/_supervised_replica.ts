@@ -1,7 +1,18 @@
-// A replica of the widget operator (tests/fixtures/widget_operator.ts) as a Deployment's pod runs
-// it: the process restarted whenever it exits, with the kubelet's back-off, and every exit
-// recorded with its reason. Used by the chaos scenario (tests/_chaos.ts).
+// A replica of an operator program (by default the widget operator,
+// tests/fixtures/widget_operator.ts) as a Deployment's pod runs it: the process restarted
+// whenever it exits, with the kubelet's back-off, and every exit recorded with its reason.
+// Used by the chaos scenario (tests/_chaos.ts).
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+
+/** The operator program a replica runs, besides its `run --leader-elect` flags. */
+export interface ReplicaProgram {
+  /** The program's entry module. */
+  entry: string;
+  /** Extra flags of each process, e.g. a webhook port chosen per process. */
+  args?: () => string[];
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+}
 
 // deno-lint-ignore no-explicit-any
 type Json = Record<string, any>;
@@ -99,12 +110,18 @@ export class SupervisedReplica {
   #stopping = false;
   #loop: Promise<void> | undefined;
 
+  readonly program: ReplicaProgram;
+
   constructor(
     readonly name: string,
     readonly kubeconfig: string,
     readonly flags: string[],
     readonly t0: number,
-  ) {}
+    program?: ReplicaProgram,
+  ) {
+    this.program = program ??
+      { entry: FIXTURE, env: { WIDGET_FIELD_MANAGER: `widget-${name}` } };
+  }
 
   get current(): Instance | undefined {
     return this.instances.at(-1);
@@ -122,7 +139,7 @@ export class SupervisedReplica {
         "run",
         "-A",
         "--quiet",
-        FIXTURE,
+        this.program.entry,
         "run",
         "--kubeconfig",
         this.kubeconfig,
@@ -130,13 +147,14 @@ export class SupervisedReplica {
         "--leader-elect-namespace=default",
         "--metrics-bind-address=0",
         `--health-probe-bind-address=127.0.0.1:${port}`,
+        ...(this.program.args?.() ?? []),
         ...this.flags,
       ], {
         NO_COLOR: "1",
         KUBECONFIG: "/nonexistent",
         POD_NAMESPACE: "",
         WATCH_NAMESPACE: "",
-        WIDGET_FIELD_MANAGER: `widget-${this.name}`,
+        ...this.program.env,
       });
       this.instances.push(inst);
       const status = await inst.status;

@@ -18,6 +18,7 @@ import { serveWebhooks } from "../src/webhook/webhooks.ts";
 import { selfManagedCertificates } from "../src/webhook/self_managed_certs.ts";
 import { freePort } from "../src/testing/process.ts";
 import { toYaml } from "../src/util/yaml.ts";
+import { createCa } from "../src/util/x509.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { installStack, Stack } from "./_stack.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
@@ -26,6 +27,7 @@ import { HealthChecks, serveProbes, watchesNotStalled } from "../src/runtime/man
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+const TLS_PROBE = new URL("./fixtures/tls_trust_probe.ts", import.meta.url).pathname;
 
 /** Applies objects as admin with kubectl. */
 async function kubectlApply(
@@ -607,6 +609,52 @@ Deno.test("review fixes against a real API server", async (t) => {
         gate.resolve();
         stop.abort();
         await running;
+      }
+    },
+  );
+
+  await t.step(
+    "trust: which roots the API server connection trusts (measured; the limit is documented)",
+    async () => {
+      // A kubeconfig whose CA is not the API server's: client-go refuses the connection.
+      const other = await createCa("not-the-api-servers-ca");
+      const kubeconfig = `${cp.dir}/other-ca.kubeconfig`;
+      await Deno.writeTextFile(
+        kubeconfig,
+        (await Deno.readTextFile(cp.kubeconfigPath)).replace(
+          /certificate-authority-data: \S+/,
+          `certificate-authority-data: ${btoa(other.certPem)}`,
+        ),
+      );
+      const caFile = `${cp.dir}/api-server-ca.pem`;
+      await Deno.writeTextFile(caFile, cp.caCertPem);
+      const probe = async (env: Record<string, string>) => {
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", "--quiet", TLS_PROBE, kubeconfig],
+          env: { NO_COLOR: "1", ...env },
+          clearEnv: true,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+        return JSON.parse(new TextDecoder().decode(out.stdout)) as Record<string, string>;
+      };
+      const path = { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" };
+      // The API server's CA is no root of the runtime: both refuse, as client-go does.
+      const plain = await probe(path);
+      assert.match(plain.kubeno, /^refused: .*UnknownIssuer/);
+      assert.match(plain["node:https"], /^refused/);
+      // Made a root of the runtime, as a corporate or a public CA is: Deno's fetch adds the
+      // kubeconfig's CA to those roots and connects; node:https with `ca` trusts `ca` only.
+      const roots: Record<string, string>[] = [
+        { DENO_TLS_CA_STORE: "system", SSL_CERT_FILE: caFile, SSL_CERT_DIR: "/nonexistent" },
+        { DENO_CERT: caFile },
+      ];
+      for (const env of roots) {
+        const r = await probe({ ...path, ...env });
+        console.log(`trust with ${Object.keys(env).join(",")}: ${JSON.stringify(r)}`);
+        assert.equal(r.kubeno, "connected", "the documented limit of Deno's fetch");
+        assert.match(r["node:https"], /^refused/);
       }
     },
   );
