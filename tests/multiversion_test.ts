@@ -13,9 +13,10 @@
 import assert from "node:assert/strict";
 import { createClient, Deployment } from "../mod.ts";
 import { CustomResourceDefinition } from "../core.ts";
-import { startControlPlane } from "../testing.ts";
+import { createCa, startControlPlane } from "../testing.ts";
 import { CONVERSION_DATA_ANNOTATION } from "../schema.ts";
 import { Myapp, MyappV1alpha1 } from "../examples/myapp_v1.ts";
+import { patchConversionWebhooks } from "../webhook.ts";
 import { waitFor } from "./_helpers.ts";
 
 const V0 = new URL("../examples/myapp.ts", import.meta.url).pathname;
@@ -387,6 +388,48 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
         /conversion webhook for apps\.kubeno\.dev\/v1, Kind=Myapp failed: .*service "myapp-operator-webhook" not found/,
       );
     });
+
+    await t.step(
+      "install repairs what a killed local run left; in a cluster the operator points the CRD at its Service",
+      async () => {
+        const again = start(V1);
+        await waitFor(async () => {
+          const c = await client.get(CustomResourceDefinition, CRD);
+          return c.spec.conversion?.webhook?.clientConfig?.url !== undefined;
+        }, { timeoutMs: 90_000, intervalMs: 250, what: "the local run's take-over" });
+        await stop(again, "SIGKILL");
+        const install = await op(V1, "install");
+        assert.equal(install.code, 0, install.stderr);
+        assert.match(
+          install.stdout,
+          /customresourcedefinition\.apiextensions\.k8s\.io\/myapps\.apps\.kubeno\.dev conversion webhook restored \(a local run had left it pointing at itself\)/,
+        );
+        const crd = await client.get(CustomResourceDefinition, CRD);
+        assert.equal(crd.spec.conversion?.webhook?.clientConfig?.url, undefined);
+        assert.equal(
+          crd.spec.conversion?.webhook?.clientConfig?.service?.name,
+          "myapp-operator-webhook",
+        );
+        assert.equal(crd.metadata.annotations?.["kubeno.dev/saved-by-local-run"], undefined);
+        // What the operator does at start in a cluster (installed elsewhere than the manifests
+        // said): its own namespace and CA bundle; a second time changes nothing.
+        const target = { service: { namespace: "ops", name: "myapp-operator-webhook" } };
+        const ca = (await createCa("multiversion-test")).certPem;
+        assert.equal(await patchConversionWebhooks(client, [CRD], { target, caBundlePem: ca }), 1);
+        assert.equal(await patchConversionWebhooks(client, [CRD], { target, caBundlePem: ca }), 0);
+        const patched = (await client.get(CustomResourceDefinition, CRD)).spec.conversion?.webhook
+          ?.clientConfig;
+        assert.deepEqual(patched, {
+          service: {
+            namespace: "ops",
+            name: "myapp-operator-webhook",
+            path: "/convert",
+            port: 443,
+          },
+          caBundle: btoa(ca),
+        });
+      },
+    );
   } finally {
     for (const s of [...running]) await stop(s, "SIGKILL").catch(() => {});
     await Deno.remove(dir, { recursive: true }).catch(() => {});
