@@ -241,13 +241,18 @@ export interface CustomResource<
   /**
    * Converts an object of any version of this resource to another, as the operator's
    * conversion webhook does (see `SpokeVersion`); useful to test conversions.
+   * @typeParam T The target's object type, from `to` when it is a resource.
+   * @typeParam O The object's type.
    * @param object An object of one of `versions`.
    * @param to The target: a version's resource, its `apiVersion` or its version name.
    * @returns The object at `to`, a new object.
    * @throws {ConversionError} When a version or the kind is not this resource's, or a
    * conversion function throws.
    */
-  convert<T extends KubeObject = KubeObject>(object: KubeObject, to: Resource<T> | string): T;
+  convert<T extends KubeObject = KubeObject, O extends KubeObject = KubeObject>(
+    object: O,
+    to: Resource<T> | string,
+  ): T;
   /**
    * The CustomResourceDefinition, a fresh copy on each call. With `versions`, its
    * `spec.conversion` names a conversion webhook at `/convert` of the Service
@@ -312,6 +317,33 @@ function issuePath(path: PropertyKey[]): string {
  * if (crd.metadata.name !== "myapps.apps.kubeno.dev") throw new Error();
  * const app = Myapp.parse({ metadata: { name: "a" }, spec: { image: "nginx" } });
  * if (app.spec.replicas !== 1) throw new Error();
+ * ```
+ *
+ * @example Two versions: v1 (the hub, stored) and v1alpha1, converted both ways
+ * ```ts
+ * import { z } from "../util/zod.ts";
+ * import { defineResource } from "./define_resource.ts";
+ * const V1alpha1 = defineResource({
+ *   group: "example.com", version: "v1alpha1", kind: "Widget",
+ *   spec: z.object({ size: z.string() }),
+ * });
+ * const Widget = defineResource({
+ *   group: "example.com", version: "v1", kind: "Widget",
+ *   spec: z.object({ size: z.int(), color: z.string().optional() }),
+ *   versions: [{
+ *     resource: V1alpha1,
+ *     deprecated: true,
+ *     toHub: (old, restored) => ({ spec: { size: Number(old.spec.size), color: restored?.spec.color } }),
+ *     fromHub: (w) => ({ spec: { size: String(w.spec.size) } }),
+ *   }],
+ * });
+ * const crd = Widget.crd();
+ * if (crd.spec.versions.find((v) => v.storage)?.name !== "v1") throw new Error();
+ * const old = Widget.convert(
+ *   { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "a" }, spec: { size: 2, color: "red" } },
+ *   V1alpha1,
+ * );
+ * if (old.spec.size !== "2" || Widget.convert(old, Widget).spec.color !== "red") throw new Error();
  * ```
  */
 export function defineResource<
