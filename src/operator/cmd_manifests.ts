@@ -79,7 +79,7 @@ the chart renders the objects printed here, without the Namespace (helm install
     };
     if (typeof ctx.flags.helm === "string") {
       if (typeof ctx.flags.out === "string") {
-        throw new UsageError('Flags "--out" and "--helm" cannot be combined; pick one');
+        throw new UsageError('Flags "--out" and "--helm" cannot be combined: pick one');
       }
       const chartVersion = ctx.flags["chart-version"];
       let files: Record<string, string>;
