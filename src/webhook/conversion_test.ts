@@ -210,6 +210,9 @@ Deno.test("fuzz: mangled ConversionReviews always get an answer, never a throw",
   }
   const total = [...statuses.values()].reduce((a, b) => a + b, 0);
   strictEqual(total, n);
+  console.log(
+    `fuzz: ${n} mangled ConversionReviews: ${JSON.stringify(Object.fromEntries(statuses))}`,
+  );
   ok(statuses.get(200)! > 0 && statuses.get(400)! > 0, JSON.stringify([...statuses]));
 });
 
