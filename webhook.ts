@@ -85,6 +85,7 @@ export {
   usesConversionWebhook,
   withConversionWebhook,
 } from "./src/webhook/conversion_config.ts";
+export type { LocalRegistration, TakeOverResult } from "./src/webhook/local_registration.ts";
 export {
   type RunningWebhooks,
   serveWebhooks,
