@@ -38,6 +38,13 @@ export interface RequestSpec {
    * @default "application/json"
    */
   accept?: string;
+  /**
+   * `Accept-Encoding` header. Watches ask for `identity`: from Kubernetes 1.37 a watch-list
+   * response may be gzip-compressed with one gzip member per flush (`WatchListCompression`),
+   * and `fetch` ends the body at the end of the first member.
+   * @default fetch's own (gzip, br)
+   */
+  acceptEncoding?: string;
   /** What the request addresses, for errors. */
   target: ApiErrorTarget;
   /** Cancels the request, including reading its body. */
@@ -157,6 +164,7 @@ export class Transport {
       ...creds.headers,
       "Accept": spec.accept ?? "application/json",
       "User-Agent": this.#options.userAgent,
+      ...(spec.acceptEncoding ? { "Accept-Encoding": spec.acceptEncoding } : {}),
     };
     let body: string | undefined;
     if (spec.body !== undefined) {

@@ -463,6 +463,7 @@ export class Client implements Disposable {
         resourceVersionMatch: options.resourceVersionMatch,
       }),
       ...(isMetadataOnly(res) ? { accept: METADATA_ACCEPT } : {}),
+      acceptEncoding: "identity",
       target: target(res, "watch", { namespace: res.namespaced ? options.namespace : undefined }),
       signal: controller.signal,
       timeoutMs: null,

@@ -6,7 +6,7 @@
 // ~/.cache/kubeno/k8s-<version>).
 
 /** The Kubernetes version kubeno's test control plane is pinned to. */
-export const KUBERNETES_VERSION = "v1.35.4";
+export const KUBERNETES_VERSION = "v1.37.2";
 
 /** Binaries the control plane can run. */
 export type AssetName =

@@ -28,6 +28,14 @@ export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. `["--watch-cache=false"]`. */
   apiServerFlags?: string[];
   /**
+   * kube-apiserver feature gates, merged over the defaults and passed as one
+   * `--feature-gates` flag (do not pass that flag in `apiServerFlags` too). The default turns
+   * on server-side sharded list and watch (KEP-5866, alpha in Kubernetes 1.36); pass
+   * `{ ShardedListAndWatch: false }` for a server that ignores `shardSelector`, as older ones do.
+   * @default { ShardedListAndWatch: true }
+   */
+  featureGates?: Record<string, boolean>;
+  /**
    * Static bearer tokens the API server accepts, written to its `--token-auth-file`: for
    * tests of token authentication. Users get no RBAC permissions unless their groups do
    * (`system:masters` has them all).
@@ -428,6 +436,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         reap,
         timeoutMs,
         apiArgs: apiServerArgs(dir, etcdUrl, apiPort, [
+          featureGatesFlag({ ...DEFAULT_FEATURE_GATES, ...options.featureGates }),
           ...tokenFlags,
           ...(options.apiServerFlags ?? []),
         ]),
@@ -465,6 +474,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     else await reap();
     throw e;
   }
+}
+
+/** Feature gates the test control plane turns on unless told otherwise. */
+const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = { ShardedListAndWatch: true };
+
+function featureGatesFlag(gates: Record<string, boolean>): string {
+  const list = Object.entries(gates).map(([k, v]) => `${k}=${v}`).sort().join(",");
+  return `--feature-gates=${list}`;
 }
 
 function etcdArgs(dir: string, attempt: number, url: string, peerPort: number): string[] {
