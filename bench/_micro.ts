@@ -81,3 +81,39 @@ export async function compiledSize(entry: string, tmp: string): Promise<string> 
     ? `${mib(size)} MiB (denort ${mib(base)} MiB + ${mib(size - base)} MiB of operator)`
     : `${mib(size)} MiB`;
 }
+
+/** What `deno bundle` made of an operator. */
+export interface BundleSize {
+  /** The bundle's size, bytes. */
+  bytes: number;
+  /** Whether @kubernetes/client-node ended up in it. */
+  clientNode: boolean;
+}
+
+/**
+ * Bundles `entry` with `deno bundle` (offline: every module is in Deno's cache), the stand-in
+ * for what `deno compile` adds to the runtime where denort cannot be downloaded.
+ *
+ * @param entry The operator's entry file.
+ * @param tmp A scratch folder.
+ * @returns The bundle's size and whether client-node is inside, or why it could not be built.
+ */
+export async function bundleSize(entry: string, tmp: string): Promise<BundleSize | string> {
+  const output = `${tmp}/operator-bundle.js`;
+  const out = await new Deno.Command("deno", {
+    args: ["bundle", "--quiet", "--output", output, entry],
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(300_000),
+  }).output().catch((e) => ({ success: false, stderr: new TextEncoder().encode(String(e)) }));
+  if (!out.success) {
+    // deno-lint-ignore no-control-regex
+    const text = new TextDecoder().decode(out.stderr).replace(/\x1b\[[0-9;]*m/g, "");
+    return `not available here: ${text.split("\n").find((l) => /error/i.test(l)) ?? "failed"}`;
+  }
+  const text = await Deno.readTextFile(output);
+  return {
+    bytes: new TextEncoder().encode(text).length,
+    clientNode: text.includes("@kubernetes/client-node") || text.includes("class KubeConfig"),
+  };
+}

@@ -1,10 +1,12 @@
 // Locating and building the benchmark's contenders: the Go peers are built with `go build`
-// into a cache folder outside the repository (keyed by a hash of their sources), the
-// Node.js peer's dependencies are installed with `npm ci`, and the kubeno contenders are
-// warmed up once so that module loading is not measured as a cold start.
+// and the kube-rs peer with `cargo build --release --locked` (crates from crates.io) into a
+// cache folder outside the repository (keyed by a hash of their sources), the Node.js peer's
+// dependencies are installed with `npm ci`, and the kubeno contenders are warmed up once so
+// that module loading is not measured as a cold start.
 
 const BENCH = new URL(".", import.meta.url).pathname;
 const GO_DIR = `${BENCH}peers/go`;
+const RUST_DIR = `${BENCH}peers/rust/kube-operator`;
 const NODE_DIR = `${BENCH}peers/node-informer`;
 
 /** How to start one contender: program, arguments, working directory. */
@@ -19,6 +21,10 @@ export interface Peers {
   crOperator: string;
   limit: string;
   informerSync: string;
+  /** The kube-rs operator; undefined where cargo is missing (see `kubeRsSkipped`). */
+  kubeOperator?: string;
+  /** Why the kube-rs peer is not measured here. */
+  kubeRsSkipped?: string;
   nodeDir: string;
 }
 
@@ -36,14 +42,14 @@ async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
   return text;
 }
 
-async function sourceHash(dir: string): Promise<string> {
+async function sourceHash(dir: string, pattern = /\.(go|mod|sum)$/): Promise<string> {
   const parts: string[] = [];
   const walk = async (d: string) => {
     const entries = [...Deno.readDirSync(d)].sort((a, b) => a.name.localeCompare(b.name));
     for (const e of entries) {
       const p = `${d}/${e.name}`;
       if (e.isDirectory) await walk(p);
-      else if (/\.(go|mod|sum)$/.test(e.name)) {
+      else if (pattern.test(e.name)) {
         parts.push(p.slice(dir.length), await Deno.readTextFile(p));
       }
     }
@@ -64,13 +70,16 @@ async function sourceHash(dir: string): Promise<string> {
  */
 export async function preparePeers(progress: (line: string) => void): Promise<Peers> {
   const home = Deno.env.get("HOME") ?? "/tmp";
-  const out = `${
-    Deno.env.get("XDG_CACHE_HOME") ?? `${home}/.cache`
-  }/kubeno/bench-peers/${await sourceHash(GO_DIR)}`;
+  const cache = `${Deno.env.get("XDG_CACHE_HOME") ?? `${home}/.cache`}/kubeno/bench-peers`;
+  const out = `${cache}/${await sourceHash(GO_DIR)}`;
   const peers: Peers = {
     crOperator: `${out}/cr-operator`,
     limit: `${out}/limit`,
     informerSync: `${out}/informer-sync`,
+    kubeOperator: `${cache}/kube-rs-${await sourceHash(
+      RUST_DIR,
+      /\.(rs|toml|lock)$/,
+    )}/kube-operator`,
     nodeDir: NODE_DIR,
   };
   const built = [peers.crOperator, peers.limit, peers.informerSync].every((p) => {
@@ -85,6 +94,22 @@ export async function preparePeers(progress: (line: string) => void): Promise<Pe
     await Deno.mkdir(out, { recursive: true });
     await run("go", ["build", "-trimpath", "-o", `${out}/`, "./..."], GO_DIR);
   }
+  const kubeOperator = peers.kubeOperator!;
+  if (!isFile(kubeOperator)) {
+    const cargo = await run("cargo", ["--version"]).catch(() => undefined);
+    if (!cargo) {
+      peers.kubeRsSkipped = "cargo is not installed";
+      peers.kubeOperator = undefined;
+      progress("not measuring the kube-rs peer: cargo is not installed");
+    } else {
+      progress(`building the kube-rs peer into ${kubeOperator} (first build takes minutes)`);
+      // One target folder for every source version, so a rebuild only recompiles what changed.
+      const target = `${cache}/rust-target`;
+      await Deno.mkdir(kubeOperator.slice(0, kubeOperator.lastIndexOf("/")), { recursive: true });
+      await run("cargo", ["build", "--release", "--locked", "--target-dir", target], RUST_DIR);
+      await Deno.copyFile(`${target}/release/kube-operator`, kubeOperator);
+    }
+  }
   try {
     Deno.statSync(`${NODE_DIR}/node_modules/@kubernetes/client-node/package.json`);
   } catch {
@@ -92,6 +117,14 @@ export async function preparePeers(progress: (line: string) => void): Promise<Pe
     await run("npm", ["ci", "--no-audit", "--no-fund"], NODE_DIR);
   }
   return peers;
+}
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -114,7 +147,7 @@ export async function warmUpKubeno(): Promise<void> {
 
 /** The converge contenders (operators); `limit` exits its work and waits for SIGTERM. */
 export function operatorCommand(
-  who: "kubeno" | "controller-runtime",
+  who: "kubeno" | "controller-runtime" | "kube-rs",
   peers: Peers,
   kubeconfig: string,
   startsPath?: string,
@@ -134,6 +167,11 @@ export function operatorCommand(
         ...starts,
       ],
     };
+  }
+  if (who === "kube-rs") {
+    if (startsPath) throw new Error("The kube-rs peer does not record reconcile starts");
+    if (!peers.kubeOperator) throw new Error(`The kube-rs peer is missing: ${peers.kubeRsSkipped}`);
+    return { cmd: peers.kubeOperator, args: ["--kubeconfig", kubeconfig, "--workers", "4"] };
   }
   return {
     cmd: peers.crOperator,
@@ -207,6 +245,9 @@ export async function versions(): Promise<Record<string, string>> {
   );
   const mod = (name: string) =>
     goMod.match(new RegExp(`${name.replace(/[.]/g, "\\.")} (v\\S+)`))?.[1] ?? "?";
+  const cargoLock = await Deno.readTextFile(`${RUST_DIR}/Cargo.lock`).catch(() => "");
+  const crate = (name: string) =>
+    cargoLock.match(new RegExp(`name = "${name}"\\nversion = "([^"]+)"`))?.[1] ?? "?";
   return {
     deno: Deno.version.deno,
     v8: Deno.version.v8,
@@ -215,5 +256,8 @@ export async function versions(): Promise<Record<string, string>> {
     "controller-runtime": mod("sigs.k8s.io/controller-runtime"),
     "client-go": mod("k8s.io/client-go"),
     "client-node": nodePkg.version,
+    rust: (await run("rustc", ["--version"]).catch(() => "rustc ?")).split(" ")[1],
+    kube: crate("kube"),
+    "k8s-openapi": crate("k8s-openapi"),
   };
 }

@@ -1,5 +1,6 @@
 // Results of a benchmark run: medians, ratios, the machine, and the Markdown table that
 // BENCHMARKS.md carries between its `results` markers.
+import { renderScale } from "./_scale.ts";
 
 /** Everything a run measured, as written to bench/results.json. */
 export interface Results {
@@ -96,7 +97,9 @@ export function renderMarkdown(r: Results): string {
       `Go ${v.go}, Kubernetes ${v.kubernetes}, controller-runtime ${v["controller-runtime"]}, ` +
       `client-go ${v["client-go"]}, @kubernetes/client-node ${
         v["client-node"]
-      }, Node.js ${v.node}. ` +
+      }, Node.js ${v.node}, kube-rs ${v.kube ?? "?"} (k8s-openapi ${
+        v["k8s-openapi"] ?? "?"
+      }, Rust ${v.rust ?? "?"}). ` +
       `Medians of ${r.params.reps} run(s) per contender; a fresh control plane for every run.`,
     "",
   );
@@ -122,6 +125,15 @@ export function renderMarkdown(r: Results): string {
       } | ${ratio(k?.cpuAtConvergeSec, g?.cpuAtConvergeSec)} | ${
         ratio(k?.peakRssMiB, g?.peakRssMiB)
       } | ${ratio(k?.writesTotal, g?.writesTotal)} |`,
+      ...(c["kube-rs"]
+        ? [
+          `| **kubeno / kube-rs** | ${ratio(k?.wallMs, c["kube-rs"].wallMs)} | ${
+            ratio(k?.cpuSec, c["kube-rs"].cpuSec)
+          } | ${ratio(k?.cpuAtConvergeSec, c["kube-rs"].cpuAtConvergeSec)} | ${
+            ratio(k?.peakRssMiB, c["kube-rs"].peakRssMiB)
+          } | ${ratio(k?.writesTotal, c["kube-rs"].writesTotal)} |`,
+        ]
+        : []),
       `| **kubeno / limit** | ${ratio(k?.wallMs, l?.wallMs)} | ${ratio(k?.cpuSec, l?.cpuSec)} | ${
         ratio(k?.cpuAtConvergeSec, l?.cpuAtConvergeSec)
       } | ${ratio(k?.peakRssMiB, l?.peakRssMiB)} | ${ratio(k?.writesTotal, l?.writesTotal)} |`,
@@ -222,8 +234,25 @@ export function renderMarkdown(r: Results): string {
         } |`,
       );
     }
-    lines.push("", `Compiled payload (\`deno compile\`): ${s.footprint.compile}.`, "");
+    const b = s.footprint.bundle;
+    lines.push(
+      "",
+      `Compiled payload (\`deno compile\`): ${s.footprint.compile}.`,
+      "",
+      `Bundle (\`deno bundle examples/myapp.ts\`, what \`deno compile\` adds to the runtime): ${
+        b === undefined
+          ? "not measured"
+          : typeof b === "string"
+          ? b
+          : `${fmt(b.bytes / 1024 / 1024, 2)} MiB (${
+            fmt(b.bytes)
+          } bytes), @kubernetes/client-node ${b.clientNode ? "included" : "not included"}`
+      }.`,
+      "",
+    );
   }
+  // The charts are files next to results.json, written by full runs only.
+  if (s.scale) lines.push(renderScale(s.scale, r.mode === "full" ? "bench" : undefined));
   if (s.micro) {
     lines.push(
       "### Microbenchmarks (`deno bench`, one core)",

@@ -1,8 +1,8 @@
 // kubeno's informer-sync contender: informer() over the ConfigMaps of one namespace (with
 // --metadata, over metadataOnly(ConfigMap): PartialObjectMetadata, no data). Measures
 // time from start to synced and resident memory after sync minus before, both read from
-// /proc/self/status VmRSS after a forced GC (as the Go and Node.js peers do), and the live
-// JS heap after minus before.
+// /proc/self/status VmRSS after a forced memory-reducing GC (as the Go and Node.js peers
+// do), and the live JS heap after minus before.
 //
 //   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS [--metadata]
 //
@@ -26,8 +26,9 @@ if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
 function memory(): { rssKiB: number; heapBytes: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error("Cannot force a GC: run with --v8-flags=--expose-gc");
-  gc();
-  gc();
+  // V8's memory-reducing full GC (shrinks the young generation, returns free pages): the
+  // counterpart of the Go peers' runtime.GC + debug.FreeOSMemory.
+  (gc as (o: object) => void)({ type: "major", execution: "sync", flavor: "last-resort" });
   const status = Deno.readTextFileSync("/proc/self/status");
   const rssKiB = Number(status.match(/^VmRSS:\s+(\d+)/m)![1]);
   return { rssKiB, heapBytes: Deno.memoryUsage().heapUsed };

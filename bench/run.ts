@@ -6,7 +6,7 @@
 //   deno run -A bench/run.ts --quick    N = 200, 2,000 ConfigMaps, 1 run each (minutes)
 //   deno run -A bench/run.ts --smoke    tiny N, 1 run, no microbenchmarks (CI smoke test)
 //
-// Options: --only=converge,informer,latency,footprint,micro  --reps=N  --out=DIR
+// Options: --only=converge,informer,latency,footprint,scale,micro  --reps=N  --out=DIR
 // Full runs write bench/results.json and regenerate the table in BENCHMARKS.md (with --only,
 // the scenarios run replace theirs in the existing results); quick runs write
 // bench/results-quick.json; smoke runs write into a temp folder. Every run prints the table.
@@ -38,9 +38,10 @@ import {
   runLatency,
 } from "./_scenarios.ts";
 import { NAMESPACE } from "./_bench_resource.ts";
-import { compiledSize, microbenchmarks } from "./_micro.ts";
+import { bundleSize, compiledSize, microbenchmarks } from "./_micro.ts";
+import { SCALE_CONTENDERS, SCALE_SIZES, scaleCharts, type ScaleResults } from "./_scale.ts";
 
-const SCENARIOS = ["converge", "informer", "latency", "footprint", "micro"] as const;
+const SCENARIOS = ["converge", "informer", "latency", "footprint", "scale", "micro"] as const;
 type Scenario = typeof SCENARIOS[number];
 
 const SIZES = {
@@ -103,14 +104,18 @@ await warmUpKubeno();
 
 const scenarios: Results["scenarios"] = {};
 
+// The kube-rs peer needs cargo; where there is none it is left out, and the report says so.
+const operators = ["kubeno", "controller-runtime", ...(peers.kubeOperator ? ["kube-rs"] : [])];
+
 /** Runs every contender `reps` times, interleaved, so machine noise spreads over all. */
 async function repeat<R>(
   label: string,
   contenders: string[],
   run: (who: string) => Promise<R>,
+  reps = size.reps,
 ): Promise<Record<string, R[]>> {
   const runs: Record<string, R[]> = Object.fromEntries(contenders.map((c) => [c, []]));
-  for (let rep = 0; rep < size.reps; rep++) {
+  for (let rep = 0; rep < reps; rep++) {
     for (const who of contenders) {
       const t = performance.now();
       const r = await run(who);
@@ -133,7 +138,7 @@ const summarize = <R>(runs: Record<string, R[]>) =>
 if (only.has("converge")) {
   const runs = await repeat(
     "converge",
-    ["kubeno", "controller-runtime", "limit"],
+    [...operators, "limit"],
     (who) =>
       runConverge(
         ctx,
@@ -141,7 +146,7 @@ if (only.has("converge")) {
         (kc) =>
           who === "limit"
             ? limitCommand(peers, kc, NAMESPACE)
-            : operatorCommand(who as "kubeno" | "controller-runtime", peers, kc),
+            : operatorCommand(who as "kubeno" | "controller-runtime" | "kube-rs", peers, kc),
         who,
       ),
   );
@@ -182,11 +187,11 @@ if (only.has("latency")) {
 }
 
 if (only.has("footprint")) {
-  const runs = await repeat("footprint", ["kubeno", "controller-runtime"], (who) =>
+  const runs = await repeat("footprint", operators, (who) =>
     runFootprint(
       ctx,
       size.footprint,
-      (kc) => operatorCommand(who as "kubeno" | "controller-runtime", peers, kc),
+      (kc) => operatorCommand(who as "kubeno" | "controller-runtime" | "kube-rs", peers, kc),
       who,
     ));
   scenarios.footprint = {
@@ -194,7 +199,60 @@ if (only.has("footprint")) {
     runs,
     median: summarize(runs),
     compile: await compiledSize(`${BENCH}kubeno_converge.ts`, tmp),
+    bundle: await bundleSize(`${BENCH}../examples/myapp.ts`, tmp),
   };
+}
+
+if (only.has("scale")) {
+  // Points the main scenarios measured in this run are taken from them, not run again.
+  const points = SCALE_SIZES[mode];
+  const scale: ScaleResults = { informer: {}, converge: {} };
+  for (const { m, reps } of points.informer) {
+    if (scenarios.informer?.m === m) {
+      scale.informer![m] = pick(scenarios.informer.median, SCALE_CONTENDERS.informer);
+      continue;
+    }
+    const runs = await repeat(
+      `scale informer m=${m}`,
+      [...SCALE_CONTENDERS.informer],
+      (who) =>
+        runInformer(
+          ctx,
+          m,
+          (kc, ns) => informerCommand(who as "kubeno" | "client-go", peers, kc, ns),
+          who,
+        ),
+      reps,
+    );
+    scale.informer![m] = summarize(runs);
+  }
+  const convergers = SCALE_CONTENDERS.converge.filter((c) => c !== "kube-rs" || peers.kubeOperator);
+  for (const { n, reps } of points.converge) {
+    if (scenarios.converge?.n === n) {
+      scale.converge![n] = pick(scenarios.converge.median, convergers);
+      continue;
+    }
+    const runs = await repeat(`scale converge n=${n}`, [...convergers], (who) =>
+      runConverge(
+        ctx,
+        n,
+        (kc) =>
+          who === "limit"
+            ? limitCommand(peers, kc, NAMESPACE)
+            : operatorCommand(who as "kubeno" | "controller-runtime" | "kube-rs", peers, kc),
+        who,
+      ), reps);
+    scale.converge![n] = summarize(runs);
+  }
+  scenarios.scale = {
+    ...scale,
+    reps: { informer: points.informer, converge: points.converge },
+  };
+}
+
+/** The medians of the named contenders only. */
+function pick<T>(medians: Record<string, T>, names: readonly string[]): Record<string, T> {
+  return Object.fromEntries(names.filter((n) => medians[n]).map((n) => [n, medians[n]]));
 }
 
 if (only.has("micro")) {
@@ -238,7 +296,15 @@ const results: Results = {
 const table = renderMarkdown(results);
 await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
 const writeMd = mode === "full" && !opts.out;
-if (writeMd) await updateMarkdown(`${BENCH}../BENCHMARKS.md`, table);
+if (writeMd) {
+  // The scale charts, next to results.json, linked from BENCHMARKS.md.
+  if (results.scenarios.scale) {
+    for (const [file, svg] of Object.entries(scaleCharts(results.scenarios.scale))) {
+      if (svg) await Deno.writeTextFile(`${BENCH}${file}`, svg);
+    }
+  }
+  await updateMarkdown(`${BENCH}../BENCHMARKS.md`, table);
+}
 await Deno.remove(tmp, { recursive: true }).catch(() => {});
 console.log(table);
 log(`wrote ${resultsPath}${writeMd ? " and BENCHMARKS.md" : ""}`);

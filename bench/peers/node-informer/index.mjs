@@ -12,8 +12,8 @@ import * as k8s from "@kubernetes/client-node";
 const [kubeconfig, namespace] = process.argv.slice(2);
 
 function memory() {
-  globalThis.gc();
-  globalThis.gc();
+  // V8's memory-reducing full GC, as the kubeno contender (the Go peers: FreeOSMemory).
+  globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" });
   const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) =>
     l.startsWith("VmRSS:")
   );
