@@ -46,7 +46,7 @@ export async function startWorkloads(
       "--bind-address=127.0.0.1",
       `--secure-port=${kcmPort}`,
       `--cert-dir=${dir}/kcm-certs`,
-      "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle",
+      "--controllers=*,-node-ipam-controller",
     ], `${dir}/kube-controller-manager.log`),
   );
   const scheduler = cp.track(
