@@ -38,6 +38,7 @@ export type {
   PatchOptions,
   RawWatchEvent,
   RawWatchOptions,
+  ShardInfo,
   WriteOptions,
 } from "./src/client/types.ts";
 export {

@@ -12,6 +12,12 @@ export interface ReplicaProgram {
   args?: () => string[];
   /** Extra environment variables. */
   env?: Record<string, string>;
+  /**
+   * Whether each process runs with `--leader-elect --leader-elect-namespace=default`; a
+   * sharded operator runs without.
+   * @default true
+   */
+  leaderElect?: boolean;
 }
 
 // deno-lint-ignore no-explicit-any
@@ -39,7 +45,7 @@ export class Instance {
   killedWith: Deno.Signal | undefined;
   exited = false;
 
-  constructor(readonly probesPort: number, args: string[], env: Record<string, string>) {
+  constructor(readonly probesPort: number, readonly args: string[], env: Record<string, string>) {
     this.proc = new Deno.Command(Deno.execPath(), {
       args,
       env,
@@ -143,8 +149,9 @@ export class SupervisedReplica {
         "run",
         "--kubeconfig",
         this.kubeconfig,
-        "--leader-elect",
-        "--leader-elect-namespace=default",
+        ...(this.program.leaderElect === false
+          ? []
+          : ["--leader-elect", "--leader-elect-namespace=default"]),
         "--metrics-bind-address=0",
         `--health-probe-bind-address=127.0.0.1:${port}`,
         ...(this.program.args?.() ?? []),
@@ -200,7 +207,7 @@ function classify(
   if (inst.killedWith === "SIGKILL" && status.signal === "SIGKILL") {
     return { ...base, reason: "SIGKILL sent by the harness (the leader killed)", expected: true };
   }
-  const lost = inst.lines.find((l) => /Lost the Lease/.test(l.raw));
+  const lost = inst.lines.find((l) => /Lost the Lease|Lost sharding membership/.test(l.raw));
   if (status.code === 1 && lost) {
     const why = inst.logged("Lost lease")[0]?.json?.msg ?? lost.raw;
     return { ...base, reason: `Lease lost: ${why}`, expected: true };

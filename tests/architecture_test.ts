@@ -8,7 +8,15 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = join(ROOT, "src");
 
 /** Folders (relative to src/) in layer order; a layer may import only layers listed before it. */
-const LOWER = ["util", "core", "client", "runtime/watch", "runtime/cache", "runtime/queue"];
+const LOWER = [
+  "util",
+  "core",
+  "client",
+  "runtime/watch",
+  "runtime/cache",
+  "runtime/queue",
+  "runtime/sharding",
+];
 const UPPER = [
   "runtime/controller",
   "runtime/manager",

@@ -179,6 +179,7 @@ export class Client implements Disposable {
     const path = resourcePath(res, { namespace: options.namespace }) + queryString({
       labelSelector: options.labelSelector,
       fieldSelector: options.fieldSelector,
+      shardSelector: options.shardSelector,
       limit: options.limit,
       continue: options.continue,
       resourceVersion: options.resourceVersion,
@@ -456,6 +457,7 @@ export class Client implements Disposable {
         watch: 1,
         labelSelector: options.labelSelector,
         fieldSelector: options.fieldSelector,
+        shardSelector: options.shardSelector,
         resourceVersion: options.resourceVersion,
         allowWatchBookmarks: options.allowWatchBookmarks,
         timeoutSeconds: options.timeoutSeconds,

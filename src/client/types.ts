@@ -23,9 +23,21 @@ export interface ObjectList<T> {
     continue?: string;
     /** Objects left after this page, when the server can tell. */
     remainingItemCount?: number;
+    /**
+     * The shard selector the server applied (KEP-5866), echoed back when the request carried
+     * `shardSelector` and the server filtered by it; absent from servers without the
+     * `ShardedListAndWatch` feature, which ignore the selector and return every object.
+     */
+    shardInfo?: ShardInfo;
   };
   /** The objects. */
   items: T[];
+}
+
+/** `ListMeta.shardInfo`: the shard selector a list response was filtered by. */
+export interface ShardInfo {
+  /** The selector as the server understood it, e.g. `shardRange(object.metadata.uid, '0x…', '0x…')`. */
+  selector: string;
 }
 
 /**
@@ -78,6 +90,13 @@ export interface ListOptions {
   /** Field selector, e.g. `metadata.name=foo`. */
   fieldSelector?: string;
   /**
+   * Shard selector (KEP-5866, Kubernetes 1.36+ with the `ShardedListAndWatch` feature), e.g.
+   * `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`: only
+   * objects whose 64-bit FNV-1a hash of the field falls in a range. The response's
+   * `metadata.shardInfo` says whether the server applied it; other servers ignore it.
+   */
+  shardSelector?: string;
+  /**
    * Maximum number of objects in the page; the server returns a `continue` token when there
    * are more.
    * @default no limit
@@ -104,6 +123,8 @@ export interface RawWatchOptions {
   labelSelector?: string;
   /** Field selector. */
   fieldSelector?: string;
+  /** Shard selector, as for lists; servers without the feature ignore it. */
+  shardSelector?: string;
   /** Start after this resourceVersion; absent: synthetic ADDED events for current objects. */
   resourceVersion?: string;
   /**

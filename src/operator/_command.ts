@@ -5,7 +5,7 @@ import { type Client, type ClientOptions, createClient } from "../client/client.
 import type { Flags, FlagSpec } from "../util/args.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
-import type { OperatorWebhook } from "./options.ts";
+import type { OperatorShardingOptions, OperatorWebhook } from "./options.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
 import type { ConvertibleResource } from "../webhook/conversion.ts";
@@ -48,6 +48,8 @@ export interface OperatorDefinition {
     renewDeadlineMs?: number;
     retryPeriodMs?: number;
   };
+  /** Sharding, when the operator shards its objects instead of electing a leader. */
+  sharding?: OperatorShardingOptions & { replicas: number };
   /** Extra RBAC rules. */
   rules: readonly PolicyRule[];
   /** Namespaces watched when no flag or environment variable says otherwise. */

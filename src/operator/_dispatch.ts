@@ -19,7 +19,7 @@ import { migrateStorageCommand } from "./cmd_migrate_storage.ts";
 import { runCommand } from "./cmd_run.ts";
 import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "../util/log.ts";
-import type { LeaderElectionOptions, OperatorOptions } from "./options.ts";
+import type { LeaderElectionOptions, OperatorOptions, OperatorShardingOptions } from "./options.ts";
 import type { Resource } from "../core/resource.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { ConvertibleResource } from "../webhook/conversion.ts";
@@ -206,9 +206,30 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
       namespace: leOptions.namespace,
       ...durations(name, leOptions),
     },
+    ...(options.sharding ? { sharding: shardingOf(name, options) } : {}),
     rules: [...(options.rules ?? [])],
     watchNamespaces: (options.watchNamespaces ?? []).filter((ns) => ns !== ""),
   };
+}
+
+function shardingOf(
+  name: string,
+  options: OperatorOptions,
+): OperatorShardingOptions & { replicas: number } {
+  const le = options.leaderElection;
+  if (le === true || (typeof le === "object" && le.enabled)) {
+    throw new TypeError(
+      `Cannot define operator "${name}": sharding and leaderElection exclude each other; replicas share the objects instead of electing a leader`,
+    );
+  }
+  const o = typeof options.sharding === "object" ? options.sharding : {};
+  const replicas = o.replicas ?? 3;
+  if (!Number.isInteger(replicas) || replicas < 1) {
+    throw new RangeError(
+      `Cannot define operator "${name}": sharding.replicas must be a positive integer, got "${replicas}"`,
+    );
+  }
+  return { ...o, replicas };
 }
 
 /** Whether `wide` is a multi-version CRD that declares every version of single-version `one`. */

@@ -13,6 +13,8 @@ import {
   workqueueMetrics,
 } from "../metrics/controller_metrics.ts";
 import { registerProcessMetrics } from "../metrics/process_metrics.ts";
+import { shardingMetrics, type ShardSample } from "../metrics/sharding_metrics.ts";
+import type { ShardingMetrics } from "../runtime/sharding/coordinator.ts";
 import { type Flags, type FlagSpec, UsageError } from "../util/args.ts";
 import { type HttpEndpoint, parseBindAddress } from "../util/http_server.ts";
 
@@ -30,16 +32,32 @@ export interface OperatorMetrics {
    * @returns The hooks.
    */
   leaderElection(lease: string): LeaderElectionMetrics;
+  /** The shard coordinator's hooks, when the operator is sharded. */
+  sharding?: ShardingMetrics;
+  /**
+   * Feeds the per-shard families from the manager once it runs: `shardOf` maps each
+   * reconcile to its shard, `stats` is sampled at every scrape.
+   *
+   * @param source The sharded manager.
+   */
+  shards(source: {
+    shardOf(controller: string, key: string): number | undefined;
+    shardStats(): readonly ShardSample[];
+  }): void;
 }
 
 /**
  * Creates the registry with process metrics and the adapters that fill it.
  *
+ * @param options `shards`: the number of virtual shards of a sharded operator, which adds the
+ * sharding families.
  * @returns The registry and hooks.
  */
-export function operatorMetrics(): OperatorMetrics {
+export function operatorMetrics(options: { shards?: number } = {}): OperatorMetrics {
   const registry = new Registry();
   registerProcessMetrics(registry);
+  const sharded = options.shards ? shardingMetrics(registry, options.shards) : undefined;
+  let shardOf: ((controller: string, key: string) => number | undefined) | undefined;
   const per = new Map<string, ReturnType<typeof controllerMetrics>>();
   const active = new Map<string, number>();
   const of = (controller: string) => {
@@ -54,6 +72,8 @@ export function operatorMetrics(): OperatorMetrics {
       reconcile(s) {
         const result = s.result === "terminal" ? "error" : s.result;
         of(s.controller).reconciled(result, s.seconds, s.result === "terminal");
+        const shard = shardOf?.(s.controller, s.key);
+        if (shard !== undefined) sharded?.reconciled(s.controller, shard, result);
       },
       activeWorkers(controller, n) {
         const delta = n - (active.get(controller) ?? 0);
@@ -63,6 +83,11 @@ export function operatorMetrics(): OperatorMetrics {
       workqueue: (controller) => workqueueMetrics(registry, controller),
     },
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
+    ...(sharded ? { sharding: sharded.hooks } : {}),
+    shards(source) {
+      shardOf = (controller, key) => source.shardOf(controller, key);
+      sharded?.collect(() => source.shardStats());
+    },
   };
 }
 

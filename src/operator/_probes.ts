@@ -4,6 +4,7 @@
 import { HealthChecks, informersSynced, watchesNotStalled } from "../runtime/manager/health.ts";
 import type { Informer } from "../runtime/cache/informer.ts";
 import type { LeaderElector } from "../runtime/manager/leader_election.ts";
+import type { ShardCoordinator } from "../runtime/sharding/coordinator.ts";
 import { getLogger } from "../util/log.ts";
 
 const log = getLogger(["kubeno", "operator", "probes"]);
@@ -19,6 +20,8 @@ export interface OperatorProbeOptions {
   stopping: () => boolean;
   /** The leader elector once created, whose renew loop must not be wedged. */
   elector?: () => LeaderElector | undefined;
+  /** A sharded operator's coordinator once created, whose membership must be current. */
+  sharding?: () => ShardCoordinator | undefined;
   /**
    * How long a synced watch may receive nothing before `/healthz` fails. The API server
    * sends a bookmark about every minute, so keep this well above that.
@@ -32,7 +35,8 @@ export interface OperatorProbeOptions {
  *
  * - `/healthz`: `ping` (the process answers), `watches` (no synced watch silent for longer
  *   than `watchStallTimeoutMs`), `leader-election` (a leader's renewals are not overdue,
- *   like client-go's `HealthzAdaptor` with 20 s of tolerance).
+ *   like client-go's `HealthzAdaptor` with 20 s of tolerance), `sharding` (a sharded
+ *   replica's membership is current).
  * - `/readyz`: `informers` (the manager started and every cache synced; a standby replica
  *   is ready too, its caches are warm).
  *
@@ -44,7 +48,7 @@ export interface OperatorProbeOptions {
 export function operatorProbes(options: OperatorProbeOptions): HealthChecks {
   const informers = () => options.informers() ?? [];
   const synced = informersSynced(informers);
-  return new HealthChecks({
+  const checks = new HealthChecks({
     onFailure: (kind, results) => {
       for (const r of results) {
         if (!r.ok) {
@@ -68,6 +72,9 @@ export function operatorProbes(options: OperatorProbeOptions): HealthChecks {
       if (options.stopping()) throw new Error("Manager shutting down");
       return synced(signal);
     });
+  const sharding = options.sharding;
+  if (sharding) checks.addHealthz("sharding", () => sharding()?.check());
+  return checks;
 }
 
 // client-go's leader election health adaptor tolerance in controller-runtime's manager.

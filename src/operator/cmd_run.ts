@@ -22,6 +22,12 @@
  * process answers, no watch is stalled and the renew loop is not wedged; `/readyz` that the
  * caches synced.
  *
+ * With sharding (`operator({ sharding })`), every replica runs its controllers at once on
+ * its share of the objects (see `ShardCoordinator`); losing its membership (no renewal of
+ * its member Lease within the renew deadline, or the Lease deleted by others) exits with
+ * code 1 at once, like losing the leader's Lease. A graceful stop drains the controllers,
+ * then releases the shards and leaves.
+ *
  * Watch scope: `--watch-namespace a,b`, else the `WATCH_NAMESPACE` environment variable, else
  * all namespaces. `POD_NAMESPACE` (set by the generated Deployment) is the operator's own
  * namespace — where its Lease lives — and does not limit what it watches; to watch only the
@@ -52,6 +58,7 @@ import {
 } from "./_command.ts";
 import { type LeaderElectionEnd, leaderElector } from "../runtime/manager/leader_election.ts";
 import { createManager, type LeaderElectionContext } from "../runtime/manager/manager.ts";
+import { DEFAULT_SHARDS, type ShardingOptions } from "../runtime/sharding/coordinator.ts";
 import { getLogger } from "../util/log.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import {
@@ -103,6 +110,32 @@ const FLAGS: readonly FlagSpec[] = [
     type: "string",
     valueName: "DURATION",
     description: "Time between attempts to acquire or renew the Lease (default: 2s)",
+  },
+  {
+    name: "shard-identity",
+    type: "string",
+    valueName: "ID",
+    description:
+      "This replica's identity in a sharded operator (default: POD_NAME, else the host name and a random suffix)",
+  },
+  {
+    name: "shard-lease-duration",
+    type: "string",
+    valueName: "DURATION",
+    description:
+      "How long others wait for a silent replica before taking its shards (default: 15s)",
+  },
+  {
+    name: "shard-renew-deadline",
+    type: "string",
+    valueName: "DURATION",
+    description: "How long a replica retries renewing before it stops reconciling (default: 10s)",
+  },
+  {
+    name: "shard-retry-period",
+    type: "string",
+    valueName: "DURATION",
+    description: "Time between renewals of a replica's member Lease (default: 2s)",
   },
   {
     name: "startup-timeout",
@@ -169,6 +202,14 @@ export interface RunSettings {
     renewDeadlineMs: number;
     retryPeriodMs: number;
   };
+  /** Sharding (identity and timings resolved), or undefined without. */
+  sharding?: ShardingOptions & {
+    name: string;
+    shards: number;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
   /** How long a synced watch may be silent before `/healthz` fails. */
   watchStallTimeoutMs: number;
   /** How long a stop waits for in-flight reconciles (`--graceful-shutdown-timeout`). */
@@ -218,6 +259,28 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
         `"--leader-elect-retry-period=${retry}ms"`,
     );
   }
+  const sh = def.sharding;
+  if (sh && elect) {
+    throw new UsageError(
+      `Operator "${def.name}" is sharded: its replicas share the objects instead of electing a leader; drop "--leader-elect"`,
+    );
+  }
+  const shardTimes = sh && {
+    leaseDurationMs: duration("shard-lease-duration", sh.leaseDurationMs ?? 15_000),
+    renewDeadlineMs: duration("shard-renew-deadline", sh.renewDeadlineMs ?? 10_000),
+    retryPeriodMs: duration("shard-retry-period", sh.retryPeriodMs ?? 2_000),
+  };
+  if (
+    shardTimes && !(shardTimes.leaseDurationMs > shardTimes.renewDeadlineMs &&
+      shardTimes.renewDeadlineMs > 1.2 * shardTimes.retryPeriodMs && shardTimes.retryPeriodMs > 0)
+  ) {
+    throw new UsageError(
+      `Sharding needs lease duration > renew deadline > 1.2 × retry period, got ` +
+        `"--shard-lease-duration=${shardTimes.leaseDurationMs}ms", ` +
+        `"--shard-renew-deadline=${shardTimes.renewDeadlineMs}ms", ` +
+        `"--shard-retry-period=${shardTimes.retryPeriodMs}ms"`,
+    );
+  }
   const watchStallTimeoutMs = duration("watch-stall-timeout", 600_000);
   if (!(watchStallTimeoutMs > 0)) {
     throw new UsageError(`Flag "--watch-stall-timeout" takes a positive duration`);
@@ -257,6 +320,18 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
         retryPeriodMs: retry,
       }
       : undefined,
+    ...(sh && shardTimes
+      ? {
+        sharding: {
+          shards: sh.shards ?? DEFAULT_SHARDS,
+          key: sh.key,
+          name: sh.name ?? def.name,
+          ...(sh.namespace ? { namespace: sh.namespace } : {}),
+          identity: str("shard-identity") ?? sh.identity ?? env("POD_NAME"),
+          ...shardTimes,
+        },
+      }
+      : {}),
     watchStallTimeoutMs,
     shutdownTimeoutMs: duration("graceful-shutdown-timeout", GRACEFUL_SHUTDOWN_MS),
     startupTimeoutMs,
@@ -329,6 +404,14 @@ The operator's namespace (for the Lease) is --namespace, else POD_NAMESPACE, els
 <name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else the namespaces of
 the operator's watchNamespaces option, else all namespaces.
 
+A sharded operator (operator({ sharding })) runs every replica's controllers at once, each on
+the shards it holds: Leases named <name>-shard-NN and one <name>-member-<identity> per replica
+in the operator's namespace (kubectl get leases -l shards.kubeno.dev/of=<name>). Its identity
+is --shard-identity, else POD_NAME, else the host name with a random suffix. A replica that
+cannot renew its member Lease for --shard-renew-deadline (10s) exits 1; others take its shards
+once they saw it silent for --shard-lease-duration (15s). A graceful stop drains, then releases
+its shards at once.
+
 With --leader-elect, controllers run only while this replica holds the Lease named after
 the operator (in --leader-elect-namespace, else the operator's namespace). Losing the Lease
 exits at once with 1; a graceful stop drains the controllers, then releases the Lease so a
@@ -348,7 +431,7 @@ once the caches have synced (standbys included).`,
   flags: FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
-    const metrics = operatorMetrics();
+    const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
     // Outside a cluster nothing may depend on the operator's namespace: see _local.ts.
     const place = runPlace(ctx, client, settings);
@@ -404,6 +487,25 @@ once the caches have synced (standbys included).`,
       namespaces: settings.watchNamespaces.length ? settings.watchNamespaces : undefined,
       metrics: metrics.manager,
       shutdownTimeoutMs: settings.shutdownTimeoutMs,
+      sharding: settings.sharding
+        ? {
+          ...settings.sharding,
+          namespace: settings.sharding.namespace ?? place.namespace,
+          metrics: metrics.sharding,
+          onLost: (reason) => {
+            // As with a lost Lease: others may take this replica's shards now. Stop writing
+            // at once and let the pod restart as a new member.
+            log.error(
+              "Lost sharding membership ({reason}); exiting so that this replica restarts",
+              {
+                reason,
+              },
+            );
+            ctx.err(`${ctx.def.name}: Lost sharding membership: ${reason}; exiting`);
+            Deno.exit(EXIT.failure);
+          },
+        }
+        : undefined,
       leaderElection: elector
         ? (lc: LeaderElectionContext) => {
           campaign = elector.run(electorStop.signal);
@@ -416,10 +518,12 @@ once the caches have synced (standbys included).`,
         }
         : undefined,
     });
+    if (settings.sharding) metrics.shards(manager);
     const probes = operatorProbes({
       informers: () => manager.informers?.all(),
       stopping: () => stop.signal.aborted,
       elector: () => elector,
+      ...(settings.sharding ? { sharding: () => manager.sharding } : {}),
       watchStallTimeoutMs: settings.watchStallTimeoutMs,
     });
     const served = new AbortController();

@@ -9,6 +9,7 @@ import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
+import type { ShardingOptions } from "../runtime/sharding/coordinator.ts";
 
 /**
  * What the operator's CLI reads from a controller: its name, the kind it reconciles, the
@@ -107,6 +108,21 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
 }
 
+/**
+ * Sharding: every replica runs at once and reconciles its share of the objects, handed out
+ * through Leases and cached through the API server's sharded list and watch (see
+ * `ShardCoordinator`). Flags of `run` override the identity and timings:
+ * `--shard-identity`, `--shard-lease-duration`, `--shard-renew-deadline`,
+ * `--shard-retry-period`.
+ */
+export interface OperatorShardingOptions extends ShardingOptions {
+  /**
+   * Replicas of the generated Deployment.
+   * @default 3
+   */
+  replicas?: number;
+}
+
 /** Options of `operator()`. */
 export interface OperatorOptions {
   /** The operator's name: a DNS label, e.g. `myapp-operator`. Names its objects. */
@@ -145,6 +161,12 @@ export interface OperatorOptions {
    * @default false
    */
   leaderElection?: boolean | LeaderElectionOptions;
+  /**
+   * Share the objects among replicas instead of electing a leader (`true` for the
+   * defaults: 12 shards by uid). Not with `leaderElection`.
+   * @default no sharding
+   */
+  sharding?: boolean | OperatorShardingOptions;
   /**
    * Extra RBAC rules for the operator's ClusterRole (or Role when scoped), for objects the
    * controllers read or write through the client rather than through `owns`/`watches`.

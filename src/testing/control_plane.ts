@@ -30,9 +30,10 @@ export interface ControlPlaneOptions {
   /**
    * kube-apiserver feature gates, merged over the defaults and passed as one
    * `--feature-gates` flag (do not pass that flag in `apiServerFlags` too). The default turns
-   * on server-side sharded list and watch (KEP-5866, alpha in Kubernetes 1.36); pass
-   * `{ ShardedListAndWatch: false }` for a server that ignores `shardSelector`, as older ones do.
-   * @default { ShardedListAndWatch: true }
+   * on server-side sharded list and watch (KEP-5866, alpha since Kubernetes 1.36) when the
+   * binary is 1.36 or later (older ones know no such gate, and ignore `shardSelector`); pass
+   * `{ ShardedListAndWatch: false }` for a 1.36+ server that ignores it as older ones do.
+   * @default { ShardedListAndWatch: true } on 1.36 and later, else none
    */
   featureGates?: Record<string, boolean>;
   /**
@@ -389,6 +390,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const assets = await resolveAssets(names, progress);
   const timeoutMs = options.timeoutMs ?? 60_000;
 
+  const minor = await apiServerMinor(assets["kube-apiserver"]);
+  const gates = {
+    ...(minor >= 36 ? DEFAULT_FEATURE_GATES : {}),
+    ...options.featureGates,
+  };
   const dir = await Deno.makeTempDir({ prefix: "kubeno-cp-" });
   const reap = reapOnExit(dir);
   let cp: ControlPlane | undefined;
@@ -436,7 +442,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         reap,
         timeoutMs,
         apiArgs: apiServerArgs(dir, etcdUrl, apiPort, [
-          featureGatesFlag({ ...DEFAULT_FEATURE_GATES, ...options.featureGates }),
+          ...featureGatesFlag(gates),
           ...tokenFlags,
           ...(options.apiServerFlags ?? []),
         ]),
@@ -479,9 +485,20 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 /** Feature gates the test control plane turns on unless told otherwise. */
 const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = { ShardedListAndWatch: true };
 
-function featureGatesFlag(gates: Record<string, boolean>): string {
+function featureGatesFlag(gates: Record<string, boolean>): string[] {
   const list = Object.entries(gates).map(([k, v]) => `${k}=${v}`).sort().join(",");
-  return `--feature-gates=${list}`;
+  return list ? [`--feature-gates=${list}`] : [];
+}
+
+/** The minor version of a kube-apiserver binary (`--version`), or Infinity when unknown. */
+async function apiServerMinor(path: string): Promise<number> {
+  try {
+    const out = await new Deno.Command(path, { args: ["--version"], stdout: "piped" }).output();
+    const m = new TextDecoder().decode(out.stdout).match(/v1\.(\d+)\./);
+    return m ? Number(m[1]) : Infinity;
+  } catch {
+    return Infinity;
+  }
 }
 
 function etcdArgs(dir: string, attempt: number, url: string, peerPort: number): string[] {

@@ -10,6 +10,13 @@
  * `relisted` event replaces the store and turns into `deleted` for what vanished, `added`
  * for what is new and `modified` for what changed.
  *
+ * With a `shard` filter, the lists and watches carry its `shardSelector` and every object
+ * received must also pass `shard.matches` (so a server that ignores the selector costs
+ * bandwidth, not a foreign object in the store). When the filter changes, objects it no
+ * longer matches leave the store without a `deleted` event (they were not deleted), and the
+ * informer lists and watches again with the new selector: what the new share adds comes as
+ * `added`, what it keeps produces no event.
+ *
  * ## Guarantees
  *
  * - Handlers see every change exactly once, in order, after the store reflects it: within
@@ -51,6 +58,7 @@ import {
 import type { WatchError } from "../watch/watch_error.ts";
 import { describeQuery } from "../watch/watch_error.ts";
 import { deepFreeze } from "./_freeze.ts";
+import type { ShardFilter } from "./shard_filter.ts";
 
 const log = getLogger(["kubeno", "informer"]);
 
@@ -119,6 +127,12 @@ export interface InformerOptions<T> extends WatchQuery {
    * @default realClock
    */
   clock?: Clock;
+  /**
+   * Cache only this replica's share of the kind (see {@linkcode ShardFilter}); followed as
+   * it changes.
+   * @default every object the query selects
+   */
+  shard?: ShardFilter;
 }
 
 /** What {@linkcode Informer.prototype.health} reports, e.g. for a `/healthz` probe. */
@@ -183,7 +197,12 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   readonly #handlers = new Set<InformerHandlers<T>>();
   readonly #waiters = new Set<{ resolve: () => void; reject: (e: unknown) => void }>();
   readonly #ctl = new AbortController();
+  readonly #shard: ShardFilter | undefined;
   #stream: WatchStream<T> | undefined;
+  #streamCtl: AbortController | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #unfilteredReported = false;
+  #started = false;
   #run: Promise<void> | undefined;
   #synced = false;
   #stopped = false;
@@ -204,6 +223,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       : options.transform ?? stripManagedFields;
     this.#transform = (o) => deepFreeze(transform(o));
     this.#clock = options.clock ?? realClock;
+    this.#shard = options.shard;
     this.store = new Store<T>({ indexes: options.indexes });
   }
 
@@ -217,13 +237,34 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     if (this.#stopped) {
       throw new TypeError(`Cannot start informer for ${this.#what()}: it was stopped`);
     }
-    if (this.#run) return this;
+    if (this.#started) return this;
+    this.#started = true;
     const o = this.#opts;
-    this.#stream = watch(this.resource, {
+    this.#unsubscribe = this.#shard?.subscribe(() => this.#reshard());
+    this.#startStream();
+    if (o.resyncMs) this.#scheduleResync(o.resyncMs);
+    return this;
+  }
+
+  /** Lists and watches the query (and the shard's current selector), or nothing. */
+  #startStream(): void {
+    const o = this.#opts;
+    const selector = this.#shard?.selector;
+    this.#stream = undefined;
+    if (selector === null) {
+      // An empty share: nothing to list or watch, and nothing to wait for.
+      this.#run = Promise.resolve();
+      this.#markSynced();
+      return;
+    }
+    const ctl = new AbortController();
+    this.#streamCtl = ctl;
+    const stream = watch(this.resource, {
       client: o.client,
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
+      shardSelector: this.#shard ? selector : o.shardSelector,
       initialSync: o.initialSync,
       pageSize: o.pageSize,
       stallTimeoutMs: o.stallTimeoutMs,
@@ -231,11 +272,22 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       backoff: o.backoff,
       clock: o.clock,
       retryPersistent: true,
-      signal: this.#ctl.signal,
+      signal: AbortSignal.any([this.#ctl.signal, ctl.signal]),
     });
-    this.#run = this.#consume(this.#stream);
-    if (o.resyncMs) this.#scheduleResync(o.resyncMs);
-    return this;
+    this.#stream = stream;
+    this.#run = this.#consume(stream);
+  }
+
+  /** The share changed: drop what left it (no event: nothing was deleted), then sync again. */
+  #reshard(): void {
+    if (this.#stopped || !this.#started) return;
+    this.#streamCtl?.abort();
+    const shard = this.#shard!;
+    for (const obj of [...this.store]) {
+      if (!shard.matches(obj)) this.store.delete(obj);
+    }
+    this.#error = undefined;
+    this.#startStream();
   }
 
   /**
@@ -247,6 +299,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   async stop(): Promise<void> {
     if (!this.#stopped) {
       this.#stopped = true;
+      this.#unsubscribe?.();
       this.#ctl.abort();
       if (this.#resyncTimer !== undefined) this.#clock.clearTimeout(this.#resyncTimer);
       const err = new Error(`Cannot wait for informer for ${this.#what()} to sync: it was stopped`);
@@ -342,8 +395,10 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
    */
   health(): InformerHealth {
     const stats = this.#stream?.stats;
+    // An empty share runs no watch, and is healthy.
+    const running = !!stats || (this.#started && this.#shard?.selector === null);
     return {
-      healthy: !!stats && !this.#stopped && this.#synced && !this.#error,
+      healthy: running && !this.#stopped && this.#synced && !this.#error,
       synced: this.#synced,
       state: stats?.state ?? "idle",
       lastEventAt: stats?.lastEventAt,
@@ -410,6 +465,8 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   async #consume(stream: WatchStream<T>): Promise<void> {
     try {
       for await (const ev of stream) {
+        // A stream the shard replaced delivers nothing more.
+        if (stream !== this.#stream) break;
         try {
           this.#apply(ev);
         } catch (err) {
@@ -423,7 +480,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       }
     } catch (err) {
       // Only a failure to create the default client ends the stream despite retryPersistent.
-      this.#fail(err as WatchError);
+      if (stream === this.#stream) this.#fail(err as WatchError);
     }
   }
 
@@ -436,11 +493,16 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     }
     switch (ev.type) {
       case "relisted": {
+        // A paged list the server did not filter carries no shardInfo.
+        if (this.#shard && !ev.shardInfo && this.#stream?.stats.initialSync === "list") {
+          this.#reportUnfiltered();
+        }
         // One object whose transform or index throws must not cost the others: it keeps its
         // previous version (or stays out), the rest of the list is applied, and the informer
         // syncs.
         const objects: T[] = [];
         for (const raw of ev.objects) {
+          if (!this.#inShard(raw)) continue;
           try {
             objects.push(this.#transform(raw));
           } catch (error) {
@@ -456,25 +518,47 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
         for (const u of changes.updated) {
           this.#emit({ type: "modified", object: u.new, old: u.old });
         }
-        if (!this.#synced) {
-          this.#synced = true;
-          for (const w of this.#waiters) w.resolve();
-          this.#waiters.clear();
-        }
+        this.#markSynced();
         break;
       }
       case "added":
       case "modified": {
+        if (!this.#inShard(ev.object)) break;
         const object = this.#transform(ev.object);
         const old = this.store.upsert(object);
         this.#emit(old ? { type: "modified", object, old } : { type: "added", object });
         break;
       }
       case "deleted": {
+        if (!this.#inShard(ev.object)) break;
         const object = this.#transform(ev.object);
         if (this.store.delete(object)) this.#emit({ type: "deleted", object });
         break;
       }
+    }
+  }
+
+  #markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    for (const w of this.#waiters) w.resolve();
+    this.#waiters.clear();
+  }
+
+  /** Whether a received object belongs to the shard; one that does not means no server filter. */
+  #inShard(obj: T): boolean {
+    if (!this.#shard || this.#shard.matches(obj)) return true;
+    this.#reportUnfiltered();
+    return false;
+  }
+
+  #reportUnfiltered(): void {
+    if (this.#unfilteredReported) return;
+    this.#unfilteredReported = true;
+    try {
+      this.#shard?.unfiltered?.(this.resource);
+    } catch (err) {
+      this.#handlerFailed("unfiltered", err);
     }
   }
 

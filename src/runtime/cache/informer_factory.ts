@@ -11,11 +11,12 @@ import { isMetadataOnly } from "../../core/metadata_only.ts";
 import type { IndexFunc } from "./store.ts";
 import type { WatchClient, WatchQuery } from "../watch/watch.ts";
 import { Informer, type InformerOptions } from "./informer.ts";
+import type { ShardFilter } from "./shard_filter.ts";
 
 /** Options for {@linkcode InformerFactory}: what every informer it makes shares. */
 export type InformerFactoryOptions = Omit<
   InformerOptions<any>,
-  "namespace" | "labelSelector" | "fieldSelector" | "indexes"
+  "namespace" | "labelSelector" | "fieldSelector" | "shardSelector" | "indexes" | "shard"
 >;
 
 /** The query of {@linkcode InformerFactory.prototype.for}, plus indexes to ensure. */
@@ -31,12 +32,18 @@ export interface InformerQuery<T> extends WatchQuery {
    * @default the factory's `transform`
    */
   transform?: (obj: T) => T;
+  /**
+   * Cache only this replica's share of the kind; informers with different filters are not
+   * shared (the same filter is).
+   * @default every object the query selects
+   */
+  shard?: ShardFilter;
 }
 
 const transformIds = new WeakMap<object, number>();
 let nextTransformId = 1;
 
-function transformId(fn: ((obj: any) => any) | undefined): string {
+function transformId(fn: object | undefined): string {
   if (!fn) return "";
   let id = transformIds.get(fn);
   if (id === undefined) transformIds.set(fn, id = nextTransformId++);
@@ -45,7 +52,7 @@ function transformId(fn: ((obj: any) => any) | undefined): string {
 
 /**
  * Hands out one shared {@linkcode Informer} per kind + namespace + label selector + field
- * selector (+ transform, and full or metadata-only), so two controllers watching the same
+ * selector (+ transform, shard filter, and full or metadata-only), so two controllers watching the same
  * query use one watch and one cache.
  *
  * Informers are started by {@linkcode InformerFactory.prototype.start}; those asked for
@@ -123,8 +130,10 @@ export class InformerFactory implements AsyncDisposable {
       query.namespace ?? "",
       query.labelSelector ?? "",
       query.fieldSelector ?? "",
+      query.shardSelector ?? "",
       isMetadataOnly(resource) ? "metadata" : "",
       transformId(query.transform),
+      transformId(query.shard),
     ].join("\u0000");
     let inf = this.#informers.get(key) as Informer<T> | undefined;
     if (!inf) {
@@ -134,7 +143,9 @@ export class InformerFactory implements AsyncDisposable {
         namespace: query.namespace,
         labelSelector: query.labelSelector,
         fieldSelector: query.fieldSelector,
+        shardSelector: query.shardSelector,
         ...(query.transform ? { transform: query.transform } : {}),
+        ...(query.shard ? { shard: query.shard } : {}),
       });
       this.#informers.set(key, inf);
       if (this.#started) inf.start();

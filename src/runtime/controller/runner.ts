@@ -21,6 +21,10 @@
  * - No reconcile starts before the controller's caches have synced, or after `stop()`.
  * - Objects absent from the cache are not reconciled.
  * - Each reconcile gets its own copy of the primary; cached objects stay frozen.
+ * - With a `shard`, the primary's informers cache only this replica's share (and owned
+ *   kinds' too when `shard.owned`): objects outside it are not reconciled here, and
+ *   {@linkcode ControllerRuntime.prototype.idle} says when the reconciles of a share that
+ *   left have ended.
  * - The controller's own writes coming back as events cause no writes: `ctx.apply` of an
  *   owned object it applied just so, which the cache still holds with those fields, and a
  *   status patch it already wrote, are not sent again. A change by anyone else — to the
@@ -38,6 +42,7 @@ import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import type { CachedKind } from "./caches.ts";
 import type { InformerFactory } from "../cache/informer_factory.ts";
+import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { controllerOf } from "../../core/owner.ts";
 import type { ObjectEvent } from "../watch/watch.ts";
@@ -107,6 +112,13 @@ export interface ControllerRuntimeOptions {
    * @default realClock
    */
   clock?: Clock;
+  /**
+   * This replica's share when the operator is sharded: the primary kind is cached through
+   * `filter`, and so are namespaced owned kinds when `owned` (sharding by namespace, where
+   * children share their owner's shard).
+   * @default every object
+   */
+  shard?: { filter: ShardFilter; owned: boolean };
 }
 
 type Handlers = () => void;
@@ -152,6 +164,10 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #clock: Clock;
   readonly #workers: Promise<void>[] = [];
   readonly #memory = new WriteMemory();
+  readonly #shard: ControllerRuntimeOptions["shard"];
+  // Primaries being reconciled, by key, and who waits for some of them to end.
+  readonly #inFlight = new Map<string, KubeObject>();
+  readonly #idleWaiters = new Set<{ busy: () => boolean; resolve: () => void }>();
   readonly #owned: Set<string>;
   #active = 0;
   #started = false;
@@ -173,6 +189,7 @@ export class ControllerRuntime<T extends KubeObject> {
       new EventRecorder(options.client, { component: controller.name });
     this.#log = getLogger(["kubeno", "controller", controller.name]);
     this.#clock = options.clock ?? realClock;
+    this.#shard = options.shard;
     this.queue = new WorkQueue<string>({
       name: controller.name,
       clock: this.#clock,
@@ -341,11 +358,29 @@ export class ControllerRuntime<T extends KubeObject> {
     return ok;
   }
 
+  /**
+   * Waits until no reconcile of a primary matching `matches` is in flight, e.g. of a share of
+   * the objects that just left this replica's cache (no new reconcile of those starts).
+   *
+   * @param matches Which primaries to wait for.
+   * @returns A promise that resolves once none is being reconciled.
+   */
+  idle(matches: (obj: KubeObject) => boolean): Promise<void> {
+    const busy = () => [...this.#inFlight.values()].some(matches);
+    if (!busy()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.add({ busy, resolve }));
+  }
+
   #scoped(factory: InformerFactory, kind: CachedKind): CachedSource {
     const res = kind.resource;
     const namespaces = res.namespaced ? kind.namespaces ?? this.#namespaces : undefined;
     const prefix = `${this.controller.name}/`;
+    const shard = this.#shard;
+    const sharded = shard &&
+      (kind.roles.includes("primary") ||
+        (shard.owned && res.namespaced && kind.roles.includes("owns")));
     const query = {
+      ...(sharded ? { shard: shard.filter } : {}),
       labelSelector: kind.labelSelector,
       fieldSelector: kind.fieldSelector,
       transform: kind.transform,
@@ -397,9 +432,19 @@ export class ControllerRuntime<T extends KubeObject> {
       try {
         await this.#process(key);
       } finally {
+        this.#ended(key);
         this.queue.done(key);
         this.#metrics?.activeWorkers?.(this.controller.name, --this.#active);
       }
+    }
+  }
+
+  #ended(key: string): void {
+    if (!this.#inFlight.delete(key)) return;
+    for (const w of this.#idleWaiters) {
+      if (w.busy()) continue;
+      this.#idleWaiters.delete(w);
+      w.resolve();
     }
   }
 
@@ -409,6 +454,9 @@ export class ControllerRuntime<T extends KubeObject> {
       this.queue.forget(key);
       return;
     }
+    // In flight from the moment it was read from the cache, with no await in between: a
+    // share leaving the cache either takes this object out first or waits for it.
+    this.#inFlight.set(key, cached);
     // The reconcile's own copy: it may change it; the frozen cached object stays as the
     // server's state that "nothing changed" is judged against.
     const obj = structuredClone(cached);

@@ -8,9 +8,12 @@
  * `start(signal)`: create the client (unless given), build one {@linkcode ControllerRuntime}
  * per controller on a shared `InformerFactory` (queues fill from the start), start the
  * informers, wait for `leaderElection` (if set), then start each controller once its caches
- * have synced. When `signal` aborts (or leadership is lost): stop taking new work, wait up
- * to `shutdownTimeoutMs` for in-flight reconciles, close the watches and the client the
- * manager created, and resolve.
+ * have synced. With `sharding` instead, every replica runs at once and reconciles its share:
+ * a `ShardCoordinator` takes and hands off shards through Leases, the primaries' informers
+ * follow its filter, and a shard is released only after the controllers' reconciles of its
+ * objects ended. When `signal` aborts (or leadership or sharding membership is lost): stop
+ * taking new work, wait up to `shutdownTimeoutMs` for in-flight reconciles, release the
+ * shards, close the watches and the client the manager created, and resolve.
  *
  * ## Guarantees
  *
@@ -28,6 +31,12 @@ import type { Informer, InformerHealth } from "../cache/informer.ts";
 import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
 import type { Controller } from "../controller/reconcile.ts";
+import { parseObjectKey } from "../../core/object_key.ts";
+import {
+  ShardCoordinator,
+  type ShardCoordinatorOptions,
+  type ShardingEnd,
+} from "../sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "manager"]);
 
@@ -77,6 +86,13 @@ export interface ManagerOptions {
    * @default start at once
    */
   leaderElection?: (ctx: LeaderElectionContext) => Promise<void>;
+  /**
+   * Share the objects with the operator's other replicas instead of electing a leader: each
+   * replica caches and reconciles the shards it holds (see `ShardCoordinator`). Not with
+   * `leaderElection`.
+   * @default no sharding
+   */
+  sharding?: ManagerSharding;
   /** Metrics hooks: reconciles, active workers and work queues per controller. */
   metrics?: ControllerMetricsHooks;
   /**
@@ -94,6 +110,21 @@ export interface ManagerOptions {
    * @default false
    */
   handleSignals?: boolean;
+}
+
+/** The manager's `sharding` option: the coordinator's options but its client and drain. */
+export type ManagerSharding = Omit<ShardCoordinatorOptions, "client" | "drain">;
+
+/** One controller's work in one shard this replica owns, for per-shard metrics. */
+export interface ShardStat {
+  /** The controller. */
+  controller: string;
+  /** The shard index. */
+  shard: number;
+  /** Primaries of the shard in the controller's cache. */
+  objects: number;
+  /** Their keys waiting in the controller's work queue. */
+  queued: number;
 }
 
 /** One informer's health, as the manager reports it. */
@@ -136,6 +167,9 @@ export class Manager implements AsyncDisposable {
   #runtimes: ControllerRuntime<any>[] = [];
   #informers: InformerFactory | undefined;
   #client: Client | undefined;
+  #sharding: ShardCoordinator | undefined;
+  #shardStop = new AbortController();
+  #shardRun: Promise<ShardingEnd> | undefined;
   #started = false;
   #leading = false;
   #done: Promise<void> | undefined;
@@ -169,6 +203,75 @@ export class Manager implements AsyncDisposable {
   }
 
   /**
+   * The shard coordinator, once started with `sharding`.
+   *
+   * @returns The coordinator, or `undefined`.
+   */
+  get sharding(): ShardCoordinator | undefined {
+    return this.#sharding;
+  }
+
+  /**
+   * The shard of a controller's primary, when the manager is sharded and caches it.
+   *
+   * @param controller The controller's name.
+   * @param key The primary's key.
+   * @returns The shard index, or `undefined`.
+   */
+  shardOf(controller: string, key: string): number | undefined {
+    const sharding = this.#sharding;
+    const r = this.#runtimes.find((r) => r.controller.name === controller);
+    if (!sharding || !r) return undefined;
+    const { namespace, name } = parseObjectKey(key);
+    try {
+      const obj = r.cache.get(r.controller.resource, name, { namespace });
+      return obj ? sharding.shardOf(obj) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Per controller and shard: the primaries cached and their keys queued.
+   *
+   * @returns One entry per controller and shard owned, and per shard not owned that still
+   * has objects in the cache (none once a hand-off completed); none when not sharded.
+   */
+  shardStats(): ShardStat[] {
+    const sharding = this.#sharding;
+    if (!sharding) return [];
+    const out: ShardStat[] = [];
+    for (const r of this.#runtimes) {
+      const name = r.controller.name;
+      const per = new Map<number, ShardStat>(
+        sharding.owned.map((shard) => [shard, { controller: name, shard, objects: 0, queued: 0 }]),
+      );
+      for (const obj of r.cache.list(r.controller.resource)) {
+        const shard = sharding.shardOf(obj);
+        let s = per.get(shard);
+        if (!s) per.set(shard, s = { controller: name, shard, objects: 0, queued: 0 });
+        s.objects++;
+      }
+      for (const key of r.queue.waiting()) {
+        const shard = this.shardOf(name, key);
+        const s = shard === undefined ? undefined : per.get(shard);
+        if (s) s.queued++;
+      }
+      out.push(...per.values());
+    }
+    return out;
+  }
+
+  /**
+   * The running controllers, once started (e.g. for per-shard metrics).
+   *
+   * @returns One runtime per controller.
+   */
+  get runtimes(): readonly ControllerRuntime<any>[] {
+    return this.#runtimes;
+  }
+
+  /**
    * Runs the controllers until `signal` aborts, then shuts down gracefully.
    *
    * @param signal Aborting it starts the shutdown.
@@ -190,6 +293,21 @@ export class Manager implements AsyncDisposable {
         );
       }
       names.add(c.name);
+    }
+    const sharding = this.#opts.sharding;
+    if (sharding && this.#opts.leaderElection) {
+      return Promise.reject(
+        new TypeError("Cannot start the manager: use sharding or leaderElection, not both"),
+      );
+    }
+    const unsplittable = sharding?.key === "namespace" &&
+      this.controllers.find((c) => !c.resource.namespaced);
+    if (unsplittable) {
+      return Promise.reject(
+        new TypeError(
+          `Cannot shard controller "${unsplittable.name}" by namespace: ${unsplittable.resource.kind} is cluster-scoped; shard by "uid"`,
+        ),
+      );
     }
     this.#done = this.#run(signal);
     return this.#done;
@@ -272,6 +390,16 @@ export class Manager implements AsyncDisposable {
       this.#client = this.#opts.client ?? await createClient(this.#opts.clientOptions);
       const client = this.#client;
       this.#informers = new InformerFactory({ ...this.#opts.informerOptions, client });
+      const sharding = this.#opts.sharding
+        ? new ShardCoordinator({
+          ...this.#opts.sharding,
+          client,
+          drain: async (inShards) => {
+            await Promise.all(this.#runtimes.map((r) => r.idle(inShards)));
+          },
+        })
+        : undefined;
+      this.#sharding = sharding;
       this.#runtimes = this.controllers.map((c) =>
         new ControllerRuntime(c, {
           client,
@@ -279,11 +407,22 @@ export class Manager implements AsyncDisposable {
           namespaces: this.#opts.namespaces,
           metrics: this.#opts.metrics,
           rateLimiter: this.#opts.rateLimiter?.(c.name),
+          ...(sharding
+            ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
+            : {}),
         })
       );
       if (stop.signal.aborted) return;
       this.#informers.start();
       log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
+      if (sharding) {
+        this.#shardRun = sharding.run(this.#shardStop.signal);
+        this.#shardRun.then((end) => {
+          if (end !== "lost") return;
+          lost ??= { reason: new Error("Sharding membership was lost") };
+          stop.abort(lost.reason);
+        }, () => {});
+      }
       if (this.#opts.leaderElection) {
         const campaign = this.#opts.leaderElection({
           client,
@@ -323,7 +462,8 @@ export class Manager implements AsyncDisposable {
       this.#leading = false;
     }
     if (lost) {
-      throw new Error("Manager stopped: leadership was lost", { cause: lost.reason });
+      const what = this.#sharding ? "sharding membership" : "leadership";
+      throw new Error(`Manager stopped: ${what} was lost`, { cause: lost.reason });
     }
   }
 
@@ -331,6 +471,9 @@ export class Manager implements AsyncDisposable {
     const timeoutMs = this.#opts.shutdownTimeoutMs ?? 30_000;
     log.info("Manager shutting down; waiting up to {timeoutMs} ms for reconciles", { timeoutMs });
     const results = await Promise.all(this.#runtimes.map((r) => r.stop(timeoutMs)));
+    // Only now, with the reconciles drained, may other replicas take this one's shards.
+    this.#shardStop.abort();
+    await this.#shardRun?.catch(() => {});
     await this.#informers?.stop();
     if (ownClient) this.#client?.close();
     log.info("Manager stopped{late}", {

@@ -231,6 +231,15 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   /**
+   * The keys waiting for a worker, in queue order (what {@linkcode WorkQueue.len} counts).
+   *
+   * @returns A copy.
+   */
+  waiting(): K[] {
+    return this.#queue.slice(this.#head) as K[];
+  }
+
+  /**
    * Marks `key` as needing processing. Does nothing if it is already waiting or the queue
    * is shutting down; if it is being processed it is queued again on `done`.
    *

@@ -51,7 +51,7 @@
 import { getLogger } from "../../util/log.ts";
 import { ApiError } from "../../client/api_error.ts";
 import type { Client } from "../../client/client.ts";
-import type { ObjectList, RawWatchEvent } from "../../client/types.ts";
+import type { ObjectList, RawWatchEvent, ShardInfo } from "../../client/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
@@ -62,7 +62,7 @@ import { InitialEvents, isInitialEventsEnd, isWatchListRejected } from "./_watch
 import { describeQuery, WatchError } from "./watch_error.ts";
 
 export type { BackoffOptions } from "./_backoff.ts";
-export type { ObjectList, RawWatchEvent } from "../../client/types.ts";
+export type { ObjectList, RawWatchEvent, ShardInfo } from "../../client/types.ts";
 
 const log = getLogger(["kubeno", "watch"]);
 
@@ -85,8 +85,12 @@ export type ObjectEvent<T> =
 /** One event of a {@linkcode WatchStream}: an {@linkcode ObjectEvent} or a stream event. */
 export type WatchEvent<T> =
   | ObjectEvent<T>
-  /** A fresh list replaced the whole view: objects absent from `objects` are gone. */
-  | { type: "relisted"; objects: T[]; resourceVersion: string }
+  /**
+   * A fresh list replaced the whole view: objects absent from `objects` are gone. With a
+   * `shardSelector`, `shardInfo` is the selector a paged list's server applied (absent when
+   * the server ignored it, and after a watch-list, which carries no list metadata).
+   */
+  | { type: "relisted"; objects: T[]; resourceVersion: string; shardInfo?: ShardInfo }
   /** The server confirmed progress up to `resourceVersion` without a change. */
   | { type: "bookmark"; resourceVersion: string }
   /** The stream entered a failing state; it retries on its own. */
@@ -100,6 +104,12 @@ export interface WatchQuery {
   labelSelector?: string;
   /** Only objects whose fields match, e.g. `metadata.name=foo`. */
   fieldSelector?: string;
+  /**
+   * Only objects in these hash ranges (KEP-5866's `shardSelector`, e.g.
+   * `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`); servers
+   * without the `ShardedListAndWatch` feature ignore it and send every object.
+   */
+  shardSelector?: string;
 }
 
 /** What `watch()` needs of a client; kubeno's `Client` has it. */
@@ -332,12 +342,17 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
           if (this.#needSync && (listOnce || this.#stats.initialSync === "list")) {
             phase = "list";
             this.#stats.state = "listing";
-            const { items, resourceVersion } = await this.#list(client);
+            const { items, resourceVersion, shardInfo } = await this.#list(client);
             this.#needSync = false;
             listOnce = false;
             this.#progress(resourceVersion);
             this.#stats.lists++;
-            yield { type: "relisted", objects: items, resourceVersion };
+            yield {
+              type: "relisted",
+              objects: items,
+              resourceVersion,
+              ...(shardInfo ? { shardInfo } : {}),
+            };
           }
           phase = "watch";
           watchList = this.#needSync;
@@ -440,8 +455,10 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
   }
 
   /** Lists every page; restarts from the first page once when a `continue` token expires. */
-  async #list(client: WatchClient): Promise<{ items: T[]; resourceVersion: string }> {
-    const { namespace, labelSelector, fieldSelector } = this.#opts;
+  async #list(
+    client: WatchClient,
+  ): Promise<{ items: T[]; resourceVersion: string; shardInfo?: ShardInfo }> {
+    const { namespace, labelSelector, fieldSelector, shardSelector } = this.#opts;
     const limit = this.#opts.pageSize ?? 500;
     const items: T[] = [];
     let cont: string | undefined;
@@ -455,6 +472,7 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
             namespace,
             labelSelector,
             fieldSelector,
+            shardSelector,
             limit: limit > 0 ? limit : undefined,
             continue: cont,
             signal,
@@ -477,7 +495,10 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
         items.push(obj);
       }
       cont = page.metadata.continue || undefined;
-      if (!cont) return { items, resourceVersion: page.metadata.resourceVersion ?? "" };
+      if (!cont) {
+        const { resourceVersion, shardInfo } = page.metadata;
+        return { items, resourceVersion: resourceVersion ?? "", shardInfo };
+      }
     }
   }
 
@@ -519,11 +540,12 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     // Until the end bookmark of a watch-list: the objects streamed so far.
     let initial = sync ? new InitialEvents<T>() : undefined;
     this.#stats.watchRequests++;
-    const { namespace, labelSelector, fieldSelector } = this.#opts;
+    const { namespace, labelSelector, fieldSelector, shardSelector } = this.#opts;
     const it = client.watchEvents(this.#res, {
       namespace,
       labelSelector,
       fieldSelector,
+      shardSelector,
       // A watch-list reads the latest state (consistent read from the watch cache).
       resourceVersion: sync ? undefined : this.#stats.resourceVersion,
       allowWatchBookmarks: true,

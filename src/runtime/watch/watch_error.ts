@@ -81,6 +81,7 @@ export interface QueryLike {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  shardSelector?: string;
 }
 
 /**
@@ -96,5 +97,6 @@ export function describeQuery(res: Resource<any>, q: QueryLike): string {
   else if (res.namespaced) s += " in all namespaces";
   if (q.labelSelector) s += ` with labelSelector "${q.labelSelector}"`;
   if (q.fieldSelector) s += ` with fieldSelector "${q.fieldSelector}"`;
+  if (q.shardSelector) s += " in its shards";
   return s;
 }

@@ -1,0 +1,740 @@
+/**
+ * `ShardCoordinator`: N replicas of an operator share its objects, with no leader, through
+ * Leases. The hash space (64-bit FNV-1a of each object's uid or namespace, as the API
+ * server's sharded list and watch computes it) is cut into a fixed number of virtual shards;
+ * each shard has a Lease naming the replica that owns it, and each replica a member Lease it
+ * renews. Informers given {@linkcode ShardCoordinator.prototype.filter} cache only the owned
+ * shards, asking the server for them with `shardSelector`.
+ *
+ * ## Flow
+ *
+ * 1. Join: create this replica's member Lease and renew it every `retryPeriodMs`; watch the
+ *    operator's Leases (one label-selected watch).
+ * 2. Assign: live members are those whose member Lease was seen to change within
+ *    `leaseDurationMs` (judged by the local clock, as client-go's leader election does).
+ *    Every replica computes the same balanced, sticky assignment from them
+ *    (`assignShards`).
+ * 3. Hand off a shard this replica should no longer own: stop caching it (its objects leave
+ *    the informers, so no new reconcile of them starts), wait until no reconcile of one of
+ *    its objects is in flight (`drain`), then write an empty holder to its Lease.
+ * 4. Take a shard this replica should own once its Lease is free: empty, or held by a member
+ *    that stopped renewing — that member's Lease is first deleted with a `resourceVersion`
+ *    precondition, which fails if it renewed meanwhile. The take is an update guarded by the
+ *    shard Lease's `resourceVersion`; then the informers list and watch the shard.
+ *
+ * ## Guarantees
+ *
+ * - One owner per shard: a shard changes hands only through its Lease, after the previous
+ *   owner drained it or was fenced.
+ * - No object is reconciled by two replicas at once: a replica starts a shard's objects only
+ *   after taking its Lease, and gives the Lease up only after its reconciles of them ended.
+ *   A replica that cannot renew its member Lease for `renewDeadlineMs` stops reconciling at
+ *   once (`onLost`; `run` exits the process), before others may take its shards after
+ *   `leaseDurationMs`; a replica whose member Lease was deleted stops at its next renewal.
+ * - A dead replica's shards move within `leaseDurationMs` of its last renewal, plus the
+ *   time to write the Leases.
+ *
+ * ## Caveats
+ *
+ * As with leader election there is no fencing of writes already sent: a replica stalled for
+ * longer than `leaseDurationMs - renewDeadlineMs` may finish a write after its shards moved.
+ * Clock rates (not offsets) across machines must agree.
+ *
+ * ## Errors
+ *
+ * API failures are logged and retried; `run` resolves `"lost"` when membership is lost and
+ * `"stopped"` when its signal aborts (after releasing every shard and leaving).
+ *
+ * @module
+ */
+import { getLogger } from "../../util/log.ts";
+import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
+import type { Client } from "../../client/client.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
+import { Lease } from "../../core/kinds_cluster.ts";
+import type { KubeObject } from "../../core/object.ts";
+import type { Resource } from "../../core/resource.ts";
+import { Informer } from "../cache/informer.ts";
+import type { ShardFilter } from "../cache/shard_filter.ts";
+import { assignShards } from "./assignment.ts";
+import { rangeLabel, type ShardKey, shardOf, shardRanges, shardSelector } from "./hash_range.ts";
+import {
+  ANNOTATION_SHARDS,
+  defaultIdentity,
+  LABEL_COUNT,
+  LABEL_OF,
+  LABEL_RANGE,
+  LABEL_ROLE,
+  LABEL_SHARD,
+  memberLeaseName,
+  memberOf,
+  microTime,
+  shardLeaseName,
+  shardOfLease,
+} from "./_lease.ts";
+
+const log = getLogger(["kubeno", "sharding"]);
+const JITTER = 0.2;
+
+/** The number of virtual shards when none is given: 12 divides evenly among 1, 2, 3, 4 and 6. */
+export const DEFAULT_SHARDS = 12;
+
+/** How an operator shards its objects: `operator({ sharding })` and the manager take it. */
+export interface ShardingOptions {
+  /**
+   * Virtual shards the hash space is cut into; choose a multiple of the replica counts you
+   * run (12 divides evenly among 1, 2, 3, 4 and 6), at least a few per replica.
+   * @default 12
+   */
+  shards?: number;
+  /**
+   * What an object's shard is computed from. `"uid"` spreads objects evenly whatever their
+   * namespaces; children are then cached by every replica (the server cannot filter them by
+   * their owner) and only mapped to their owner's shard. `"namespace"` keeps a namespace's
+   * objects together: primaries and the children they own in their namespace share one
+   * shard, so both caches split; it balances only over many namespaces of similar size, and
+   * cannot split cluster-scoped kinds.
+   * @default "uid"
+   */
+  key?: ShardKey;
+  /**
+   * Prefix of the Lease names, and the `shards.kubeno.dev/of` label.
+   * @default the operator's name
+   */
+  name?: string;
+  /**
+   * Namespace of the Leases.
+   * @default the operator's namespace
+   */
+  namespace?: string;
+  /**
+   * This replica's identity, unique among replicas (the pod name, say).
+   * @default the host name and a random suffix
+   */
+  identity?: string;
+  /**
+   * How long others wait without seeing a replica renew before they take its shards.
+   * @default 15_000
+   */
+  leaseDurationMs?: number;
+  /**
+   * How long a replica retries a failed renewal before it stops reconciling.
+   * @default 10_000
+   */
+  renewDeadlineMs?: number;
+  /**
+   * Time between renewals of the member Lease.
+   * @default 2_000
+   */
+  retryPeriodMs?: number;
+}
+
+/** Hooks that feed the sharding metrics (`src/metrics/sharding_metrics.ts`). */
+export interface ShardingMetrics {
+  /** The shards this replica reconciles changed. */
+  owned?(shards: readonly number[]): void;
+  /** The live members seen changed. */
+  members?(count: number): void;
+  /**
+   * A shard changed hands here: `acquired` (it was free), `took-over` (its holder stopped
+   * renewing) or `released` (after `drainSeconds` of draining).
+   */
+  handoff?(kind: "acquired" | "took-over" | "released", shard: number, drainSeconds?: number): void;
+  /** The API server ignored the shard selector for a kind: filtering on the client. */
+  clientSideFiltering?(resource: Resource<any>): void;
+}
+
+/** Options of {@linkcode ShardCoordinator}. */
+export interface ShardCoordinatorOptions extends ShardingOptions {
+  /** Reads, watches and writes the Leases. */
+  client: Client;
+  /** Prefix of the Lease names. */
+  name: string;
+  /**
+   * Waits until no reconcile of an object matching `inShards` is in flight; called before a
+   * shard is given up, after its objects left the caches.
+   * @default resolves at once
+   */
+  drain?(inShards: (obj: KubeObject) => boolean): Promise<void>;
+  /** Called once, at once, when membership is lost: stop writing now. */
+  onLost?(reason: string): void;
+  /** Metric hooks. */
+  metrics?: ShardingMetrics;
+  /**
+   * Time source for renewals and expiry.
+   * @default realClock
+   */
+  clock?: Clock;
+}
+
+/** Why {@linkcode ShardCoordinator.prototype.run} ended. */
+export type ShardingEnd = "lost" | "stopped";
+
+/**
+ * Coordinates this replica's share of a sharded operator. See the module docs.
+ *
+ * @example Caching one replica's share of ConfigMaps
+ * ```ts ignore
+ * import { createClient, informer, ShardCoordinator, ConfigMap } from "jsr:@kubeno/kubeno/runtime";
+ * const client = await createClient();
+ * const shards = new ShardCoordinator({ client, name: "cm-operator", namespace: "default" });
+ * const cms = informer(ConfigMap, { client, shard: shards.filter }).start();
+ * const stop = new AbortController();
+ * const running = shards.run(stop.signal);
+ * // ... later: stop.abort(); await running;
+ * ```
+ */
+export class ShardCoordinator {
+  /** This replica's identity. */
+  readonly identity: string;
+  /** The number of virtual shards. */
+  readonly count: number;
+  /** What objects are sharded by. */
+  readonly key: ShardKey;
+  /** Prefix of the Lease names. */
+  readonly name: string;
+  /** Namespace of the Leases. */
+  readonly namespace: string;
+  readonly #o: ShardCoordinatorOptions;
+  readonly #client: Client;
+  readonly #clock: Clock;
+  readonly #leaseMs: number;
+  readonly #renewMs: number;
+  readonly #retryMs: number;
+  readonly #memberName: string;
+  readonly #listeners = new Set<() => void>();
+  readonly #unfiltered = new Set<string>();
+  // Shards whose Lease names this replica (as last written by it), and the ones it caches.
+  readonly #held = new Set<number>();
+  #active = new Set<number>();
+  readonly #filter: { -readonly [K in keyof ShardFilter]: ShardFilter[K] };
+  // When each other member's Lease was last seen to change (local clock), by Lease name.
+  readonly #seen = new Map<string, { rv: string; at: number }>();
+  #leases: Informer<Lease> | undefined;
+  #member: Lease | undefined;
+  #lastRenew = 0;
+  #members: string[] = [];
+  #lost: string | undefined;
+  #stopping = false;
+  #evaluating: Promise<void> | undefined;
+  #again = false;
+  #timer: TimerId | undefined;
+  #running: Promise<ShardingEnd> | undefined;
+
+  /**
+   * @param options Client, Lease names, identity, shards, key, timings and hooks.
+   * @throws {RangeError} When `shards` is not 1-4096, or the timings do not satisfy
+   * lease duration > renew deadline > 1.2 × retry period > 0.
+   * @throws {TypeError} When `name` or `identity` is empty.
+   */
+  constructor(options: ShardCoordinatorOptions) {
+    this.#o = options;
+    this.#client = options.client;
+    this.#clock = options.clock ?? realClock;
+    this.name = options.name;
+    this.namespace = options.namespace ?? "default";
+    this.identity = options.identity ?? defaultIdentity();
+    this.count = options.shards ?? DEFAULT_SHARDS;
+    this.key = options.key ?? "uid";
+    if (!this.name) throw new TypeError("Cannot shard: the Lease name is empty");
+    if (!this.identity) throw new TypeError("Cannot shard: the replica identity is empty");
+    shardRanges(this.count); // validates the count
+    if (this.key !== "uid" && this.key !== "namespace") {
+      throw new RangeError(`Cannot shard by "${this.key}": use "uid" or "namespace"`);
+    }
+    this.#leaseMs = options.leaseDurationMs ?? 15_000;
+    this.#renewMs = options.renewDeadlineMs ?? 10_000;
+    this.#retryMs = options.retryPeriodMs ?? 2_000;
+    if (
+      !(this.#retryMs > 0 && this.#renewMs > (1 + JITTER) * this.#retryMs &&
+        this.#leaseMs > this.#renewMs)
+    ) {
+      throw new RangeError(
+        `Cannot shard: need lease duration > renew deadline > 1.2 × retry period > 0, got ` +
+          `"${this.#leaseMs}", "${this.#renewMs}", "${this.#retryMs}" ms`,
+      );
+    }
+    this.#memberName = memberLeaseName(this.name, this.identity);
+    this.#filter = {
+      selector: null,
+      matches: (obj) => this.#active.has(this.shardOf(obj)),
+      subscribe: (listener) => {
+        this.#listeners.add(listener);
+        return () => this.#listeners.delete(listener);
+      },
+      unfiltered: (resource) => this.#unfilteredBy(resource),
+    };
+  }
+
+  /**
+   * The live share, for informers (`InformerOptions.shard`): the owned shards' selector, the
+   * same test on the client, and a change notice when shards move.
+   *
+   * @returns The filter.
+   */
+  get filter(): ShardFilter {
+    return this.#filter;
+  }
+
+  #unfilteredBy(resource: Resource<any>): void {
+    const what = `${resource.apiVersion}/${resource.kind}`;
+    if (this.#unfiltered.has(what)) return;
+    this.#unfiltered.add(what);
+    log.warn(
+      "The API server ignored the shard selector for {kind}: it lacks the ShardedListAndWatch " +
+        "feature (Kubernetes 1.36+, alpha, --feature-gates=ShardedListAndWatch=true); " +
+        "filtering on the client by the same hash, so every replica receives every {kind}",
+      { kind: resource.kind, apiVersion: resource.apiVersion },
+    );
+    this.#o.metrics?.clientSideFiltering?.(resource);
+  }
+
+  /**
+   * The shard an object belongs to.
+   *
+   * @param obj The object (its uid or namespace is read).
+   * @returns The shard index.
+   */
+  shardOf(obj: KubeObject): number {
+    return shardOf(obj, this.key, this.count);
+  }
+
+  /**
+   * The shards this replica caches and reconciles now, ascending.
+   *
+   * @returns The shard indexes.
+   */
+  get owned(): number[] {
+    return [...this.#active].sort((a, b) => a - b);
+  }
+
+  /**
+   * The live members at the last evaluation, this replica included once it joined.
+   *
+   * @returns Their identities, sorted.
+   */
+  get members(): readonly string[] {
+    return this.#members;
+  }
+
+  /**
+   * Kinds whose API server ignored the shard selector (filtered on the client).
+   *
+   * @returns `apiVersion/Kind` of each.
+   */
+  get clientSideFiltered(): string[] {
+    return [...this.#unfiltered];
+  }
+
+  /**
+   * A liveness check: fails when membership was lost or renewals are overdue.
+   *
+   * @throws {Error} When this replica cannot count on its membership.
+   */
+  check(): void {
+    if (this.#lost) throw new Error(`Sharding membership lost: ${this.#lost}`);
+    const since = this.#clock.now() - this.#lastRenew;
+    if (this.#member && since > this.#leaseMs) {
+      throw new Error(`Sharding member Lease "${this.#memberName}" not renewed for ${since} ms`);
+    }
+  }
+
+  /**
+   * Joins, takes and hands off shards until `signal` aborts or membership is lost. On abort
+   * it releases every shard it holds and deletes its member Lease; stop reconciling (drain)
+   * before aborting.
+   *
+   * @param signal Stops and leaves.
+   * @returns How it ended.
+   * @throws {Error} When called twice.
+   */
+  run(signal: AbortSignal): Promise<ShardingEnd> {
+    if (this.#running) throw new Error(`Cannot run shard coordinator "${this.name}" twice`);
+    this.#running = this.#run(signal);
+    return this.#running;
+  }
+
+  async #run(signal: AbortSignal): Promise<ShardingEnd> {
+    log.info("Joining {count} shards of {name} as {identity} (Leases in {namespace})", {
+      count: this.count,
+      name: this.name,
+      identity: this.identity,
+      namespace: this.namespace,
+    });
+    const leases = new Informer(Lease, {
+      client: this.#client,
+      namespace: this.namespace,
+      labelSelector: `${LABEL_OF}=${this.name}`,
+    });
+    this.#leases = leases;
+    leases.onEvent((ev) => {
+      const member = memberOf(ev.object);
+      if (member && member !== this.identity) {
+        const name = ev.object.metadata.name!;
+        if (ev.type === "deleted") this.#seen.delete(name);
+        else if (this.#seen.get(name)?.rv !== ev.object.metadata.resourceVersion) {
+          this.#seen.set(name, { rv: ev.object.metadata.resourceVersion!, at: this.#clock.now() });
+        }
+      }
+      this.#kick();
+    });
+    leases.start();
+    try {
+      const end = await this.#renewLoop(signal);
+      if (end === "stopped") await this.#leave();
+      return end;
+    } finally {
+      this.#stopping = true;
+      if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+      await this.#evaluating;
+      await leases.stop();
+    }
+  }
+
+  async #renewLoop(signal: AbortSignal): Promise<ShardingEnd> {
+    for (;;) {
+      const started = this.#clock.now();
+      const result = await this.#renew(signal);
+      if (signal.aborted) return "stopped";
+      if (result === "ok") {
+        this.#lastRenew = started;
+        this.#kick();
+      } else if (result === "fenced") {
+        return this.#lose(`member Lease "${this.#memberName}" was taken over or deleted`);
+      } else if (this.#member && this.#clock.now() >= this.#lastRenew + this.#renewMs) {
+        return this.#lose(`no renewal of "${this.#memberName}" succeeded for ${this.#renewMs} ms`);
+      }
+      const wait = this.#retryMs * (1 + JITTER * Math.random());
+      try {
+        await this.#clock.sleep(wait, signal);
+      } catch {
+        return "stopped";
+      }
+    }
+  }
+
+  /** One create-or-renew of the member Lease; never throws. */
+  async #renew(signal: AbortSignal): Promise<"ok" | "failed" | "fenced"> {
+    const now = microTime(this.#clock.now());
+    const owned = this.owned;
+    const labels = {
+      [LABEL_OF]: this.name,
+      [LABEL_ROLE]: "member",
+      [LABEL_COUNT]: String(owned.length),
+    };
+    const annotations = { [ANNOTATION_SHARDS]: owned.join(",") };
+    const opts = { namespace: this.namespace, signal };
+    try {
+      if (!this.#member) {
+        this.#member = await this.#client.create(Lease, {
+          metadata: { name: this.#memberName, namespace: this.namespace, labels, annotations },
+          spec: {
+            holderIdentity: this.identity,
+            leaseDurationSeconds: Math.ceil(this.#leaseMs / 1000),
+            acquireTime: now,
+            renewTime: now,
+          },
+        }, opts);
+        log.info("Joined as {identity}: member Lease {lease}", {
+          identity: this.identity,
+          lease: `${this.namespace}/${this.#memberName}`,
+        });
+        return "ok";
+      }
+      const lease = structuredClone(this.#member);
+      lease.metadata.labels = { ...lease.metadata.labels, ...labels };
+      lease.metadata.annotations = { ...lease.metadata.annotations, ...annotations };
+      lease.spec = { ...lease.spec, renewTime: now };
+      this.#member = await this.#client.replace(Lease, lease, opts);
+      return "ok";
+    } catch (err) {
+      if (signal.aborted) return "failed";
+      if (isAlreadyExists(err)) {
+        // A previous process with this identity left its Lease: take it over as ours.
+        try {
+          const old = await this.#client.get(Lease, this.#memberName, opts);
+          if (old.spec?.holderIdentity !== this.identity) return "fenced";
+          this.#member = old;
+        } catch { /* retried next period */ }
+        return "failed";
+      }
+      if (isNotFound(err)) return "fenced";
+      if (isConflict(err)) {
+        try {
+          const fresh = await this.#client.get(Lease, this.#memberName, opts);
+          if (fresh.spec?.holderIdentity !== this.identity) return "fenced";
+          this.#member = fresh;
+        } catch (e) {
+          if (isNotFound(e)) return "fenced";
+        }
+        return "failed";
+      }
+      log.warn("Cannot renew member Lease {lease}: {error}", {
+        lease: `${this.namespace}/${this.#memberName}`,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return "failed";
+    }
+  }
+
+  #lose(reason: string): "lost" {
+    this.#lost = reason;
+    log.error("Lost sharding membership of {identity}: {reason}; reconciling nothing", {
+      identity: this.identity,
+      reason,
+    });
+    this.#setActive(new Set());
+    try {
+      this.#o.onLost?.(reason);
+    } catch (err) {
+      log.error("onLost failed: {error}", { error: String(err) });
+    }
+    return "lost";
+  }
+
+  /** Runs an evaluation soon; one at a time, and one more if asked meanwhile. */
+  #kick(): void {
+    if (this.#stopping || this.#lost) return;
+    if (this.#evaluating) {
+      this.#again = true;
+      return;
+    }
+    this.#evaluating = (async () => {
+      try {
+        do {
+          this.#again = false;
+          await this.#evaluate();
+        } while (this.#again && !this.#stopping && !this.#lost);
+      } catch (err) {
+        log.error("Shard evaluation failed: {error}", { error: String(err) });
+      } finally {
+        this.#evaluating = undefined;
+      }
+    })();
+  }
+
+  async #evaluate(): Promise<void> {
+    const leases = this.#leases;
+    if (!this.#member || !leases?.hasSynced || this.#stopping || this.#lost) return;
+    const now = this.#clock.now();
+    // This replica counts as live until its renew loop gives up (then it reconciles nothing).
+    const live = new Set<string>([this.identity]);
+    const memberLeases = new Map<string, Lease>();
+    let nextExpiry = Infinity;
+    for (const lease of leases.list()) {
+      const id = memberOf(lease);
+      if (!id || id === this.identity) continue;
+      memberLeases.set(id, lease);
+      const seen = this.#seen.get(lease.metadata.name!);
+      const expires = (seen?.at ?? now) + this.#leaseMs;
+      if (expires > now) {
+        live.add(id);
+        nextExpiry = Math.min(nextExpiry, expires);
+      }
+    }
+    this.#scheduleExpiry(nextExpiry);
+    const members = [...live].sort();
+    if (members.join() !== this.#members.join()) {
+      log.info("Members of {name}: {members}", { name: this.name, members });
+      this.#o.metrics?.members?.(members.length);
+    }
+    this.#members = members;
+    const shardLeases: (Lease | undefined)[] = new Array(this.count);
+    for (const lease of leases.list()) {
+      const i = shardOfLease(lease, this.count);
+      if (i !== undefined) shardLeases[i] = lease;
+    }
+    const holders = shardLeases.map((l) => l?.spec?.holderIdentity || undefined);
+    const desired = assignShards(
+      this.count,
+      members,
+      holders.map((h) => (h && live.has(h) ? h : undefined)),
+    );
+    const release = [...this.#held].filter((i) => desired[i] !== this.identity);
+    if (release.length) await this.#release(release);
+    if (this.#stopping || this.#lost) return;
+    const gained = new Set<number>();
+    for (let i = 0; i < this.count; i++) {
+      if (desired[i] !== this.identity || this.#held.has(i)) continue;
+      const holder = holders[i];
+      if (holder && holder !== this.identity && live.has(holder)) continue; // it will release
+      if (holder && holder !== this.identity) {
+        const fenced = await this.#fence(holder, memberLeases.get(holder));
+        if (!fenced) continue;
+      }
+      if (await this.#take(i, shardLeases[i])) {
+        gained.add(i);
+        const kind = holder && holder !== this.identity ? "took-over" : "acquired";
+        this.#o.metrics?.handoff?.(kind, i);
+        if (kind === "took-over") {
+          log.warn("Took over shard {shard} from {holder}, which stopped renewing", {
+            shard: i,
+            holder,
+          });
+        }
+      }
+      if (this.#stopping || this.#lost) return;
+    }
+    if (gained.size) this.#setActive(new Set([...this.#active, ...gained]));
+  }
+
+  #scheduleExpiry(at: number): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (at === Infinity || this.#stopping) return;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.#kick();
+    }, Math.max(0, at - this.#clock.now()) + 1);
+  }
+
+  /** Deletes a silent member's Lease, unless it renewed since it was seen. */
+  async #fence(holder: string, lease: Lease | undefined): Promise<boolean> {
+    if (!lease) return true;
+    const seen = this.#seen.get(lease.metadata.name!);
+    log.warn("Member {holder} has not renewed for {ms} ms; deleting its Lease {lease}", {
+      holder,
+      ms: seen ? this.#clock.now() - seen.at : this.#leaseMs,
+      lease: lease.metadata.name,
+    });
+    try {
+      await this.#client.delete(Lease, lease.metadata.name!, {
+        namespace: this.namespace,
+        preconditions: { resourceVersion: lease.metadata.resourceVersion },
+      });
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      log.info("Member {holder} is alive after all: {error}", { holder, error: String(err) });
+      return false;
+    }
+  }
+
+  /** Takes a shard's Lease (creating it when missing); guarded by its resourceVersion. */
+  async #take(i: number, lease: Lease | undefined): Promise<boolean> {
+    const now = microTime(this.#clock.now());
+    const range = shardRanges(this.count)[i];
+    const metadata = {
+      name: shardLeaseName(this.name, i, this.count),
+      namespace: this.namespace,
+      labels: {
+        [LABEL_OF]: this.name,
+        [LABEL_ROLE]: "shard",
+        [LABEL_SHARD]: String(i),
+        [LABEL_RANGE]: rangeLabel(range),
+      },
+    };
+    const spec = {
+      holderIdentity: this.identity,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: (lease?.spec?.leaseTransitions ?? -1) + 1,
+    };
+    try {
+      if (!lease) {
+        await this.#client.create(Lease, { metadata, spec }, { namespace: this.namespace });
+      } else {
+        const next = structuredClone(lease);
+        next.spec = { ...next.spec, ...spec };
+        await this.#client.replace(Lease, next, { namespace: this.namespace });
+      }
+      this.#held.add(i);
+      log.info("Acquired shard {shard} ({range}) as {identity}", {
+        shard: i,
+        range: rangeLabel(range),
+        identity: this.identity,
+      });
+      return true;
+    } catch (err) {
+      const level = isConflict(err) || isAlreadyExists(err) ? "debug" : "warn";
+      log[level]("Cannot take shard {shard}: {error}", { shard: i, error: String(err) });
+      return false;
+    }
+  }
+
+  /** Stops caching shards, waits for their reconciles, then frees their Leases. */
+  async #release(shards: number[]): Promise<void> {
+    const set = new Set(shards);
+    this.#setActive(new Set([...this.#active].filter((i) => !set.has(i))));
+    const started = this.#clock.now();
+    await this.#o.drain?.((obj) => set.has(this.shardOf(obj)));
+    const drainSeconds = (this.#clock.now() - started) / 1000;
+    for (const i of shards) {
+      if (this.#lost) return;
+      if (await this.#free(i)) {
+        this.#held.delete(i);
+        this.#o.metrics?.handoff?.("released", i, drainSeconds);
+        log.info("Released shard {shard} after draining for {ms} ms", {
+          shard: i,
+          ms: Math.round(drainSeconds * 1000),
+        });
+      }
+    }
+  }
+
+  /** Writes an empty holder to a shard Lease this replica holds. */
+  async #free(i: number): Promise<boolean> {
+    const name = shardLeaseName(this.name, i, this.count);
+    const opts = { namespace: this.namespace };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const lease = attempt === 0 && this.#leases?.get({ name, namespace: this.namespace })
+          ? structuredClone(this.#leases.get({ name, namespace: this.namespace })!)
+          : await this.#client.get(Lease, name, opts);
+        if (lease.spec?.holderIdentity !== this.identity) return true;
+        lease.spec = { ...lease.spec, holderIdentity: "", renewTime: microTime(this.#clock.now()) };
+        await this.#client.replace(Lease, lease, opts);
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return true;
+        if (!isConflict(err)) {
+          log.warn("Cannot release shard {shard}: {error}", { shard: i, error: String(err) });
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Graceful exit: free every held shard, then delete the member Lease. */
+  async #leave(): Promise<void> {
+    this.#stopping = true;
+    await this.#evaluating;
+    this.#setActive(new Set());
+    await Promise.all([...this.#held].map((i) => this.#free(i)));
+    this.#held.clear();
+    if (!this.#member) return;
+    try {
+      await this.#client.delete(Lease, this.#memberName, {
+        namespace: this.namespace,
+        preconditions: { resourceVersion: this.#member.metadata.resourceVersion },
+      });
+      log.info("Left {name}: released every shard and deleted {lease}", {
+        name: this.name,
+        lease: this.#memberName,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) log.warn("Cannot delete member Lease: {error}", { error: String(err) });
+    }
+  }
+
+  #setActive(next: Set<number>): void {
+    const before = this.owned.join();
+    this.#active = next;
+    const owned = this.owned;
+    if (owned.join() === before) return;
+    this.#filter.selector = shardSelector(this.key, owned, this.count);
+    log.info("Owning {count} of {total} shards: {shards}", {
+      count: owned.length,
+      total: this.count,
+      shards: owned.join(",") || "none",
+    });
+    this.#o.metrics?.owned?.(owned);
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (err) {
+        log.error("Shard listener failed: {error}", { error: String(err) });
+      }
+    }
+  }
+}
