@@ -491,6 +491,16 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
       [...moves].sort((a, b) => a - b).join(",")
     }); ${unexplained} elsewhere`,
   );
+  // The server filtered: no replica ever received an object of another replica's shards.
+  const foreign = all().filter((i) => i.logged("The API server ignored the shard selector").length);
+  if (foreign.length) problems.push(`${foreign.length} processes received objects of other shards`);
+  const noInfo = all().filter((i) =>
+    i.logged("The API server's list of Shardwork carried no shardInfo").length
+  );
+  measure(
+    `server-side filtering: 0 of ${all().length} processes received an object outside their shards (${foreign.length} said so); ` +
+      `${noInfo.length} noted that lists of the custom resource carry no shardInfo (Kubernetes 1.37.2 echoes it for built-in kinds only)`,
+  );
   const exits = replicas.flatMap((r) => r.exits);
   for (const e of exits.filter((e) => !e.expected)) {
     problems.push(`${e.replica} exited unexpectedly: ${e.reason}`);

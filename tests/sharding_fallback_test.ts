@@ -24,7 +24,7 @@ Deno.test("without ShardedListAndWatch, sharded replicas filter on the client an
   const replicas = ["f1", "f2"].map((name) => replica(cp, name, cp.kubeconfigPath, t0));
   for (const r of replicas) r.start();
   try {
-    const n = 200;
+    const n = 400;
     await mapConcurrent(
       Array.from({ length: n }, (_, i) => `w${i}`),
       16,

@@ -14,6 +14,7 @@
  * | `kubeno_shard_objects` | gauge | `controller`, `shard` |
  * | `kubeno_shard_queue_depth` | gauge | `controller`, `shard` |
  * | `kubeno_shard_reconcile_total` | counter | `controller`, `shard`, `result` |
+ * | `kubeno_shard_received_total` | counter | `result`: `kept`, `dropped` (on the client) |
  *
  * @module
  */
@@ -115,6 +116,12 @@ export function shardingMetrics(registry: Registry, count: number): ShardingMetr
     help: "Reconciles per controller, shard and result",
     labelNames: ["controller", "shard", "result"],
   });
+  const received = registry.counter<"result">({
+    name: "kubeno_shard_received_total",
+    help:
+      "Objects that reached sharded informers (list items and watch events): kept, or dropped on the client as outside this replica's shards",
+    labelNames: ["result"],
+  });
   let shown: number[] = [];
   let sampled: { controller: string; shard: string }[] = [];
   return {
@@ -129,6 +136,7 @@ export function shardingMetrics(registry: Registry, count: number): ShardingMetr
         handoffs.inc({ kind });
         if (kind === "released" && seconds !== undefined) drain.observe(undefined, seconds);
       },
+      received: (kept) => received.inc({ result: kept ? "kept" : "dropped" }),
       clientSideFiltering(res) {
         clientSide.set({ group: res.group, version: res.version, kind: res.kind }, 1);
       },

@@ -12,7 +12,8 @@
  *
  * With a `shard` filter, the lists and watches carry its `shardSelector` and every object
  * received must also pass `shard.matches` (so a server that ignores the selector costs
- * bandwidth, not a foreign object in the store). When the filter changes, objects it no
+ * bandwidth, not a foreign object in the store); `shard.unfiltered` hears of a list without
+ * `shardInfo` and of the first object outside the share. When the filter changes, objects it no
  * longer matches leave the store without a `deleted` event (they were not deleted), and the
  * informer lists and watches again with the new selector: what the new share adds comes as
  * `added`, what it keeps produces no event.
@@ -201,7 +202,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   #stream: WatchStream<T> | undefined;
   #streamCtl: AbortController | undefined;
   #unsubscribe: (() => void) | undefined;
-  #unfilteredReported = false;
+  readonly #unfilteredReported = new Set<string>();
   #started = false;
   #run: Promise<void> | undefined;
   #synced = false;
@@ -495,7 +496,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       case "relisted": {
         // A paged list the server did not filter carries no shardInfo.
         if (this.#shard && !ev.shardInfo && this.#stream?.stats.initialSync === "list") {
-          this.#reportUnfiltered();
+          this.#reportUnfiltered("no-shard-info");
         }
         // One object whose transform or index throws must not cost the others: it keeps its
         // previous version (or stays out), the rest of the list is applied, and the informer
@@ -547,16 +548,18 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
 
   /** Whether a received object belongs to the shard; one that does not means no server filter. */
   #inShard(obj: T): boolean {
-    if (!this.#shard || this.#shard.matches(obj)) return true;
-    this.#reportUnfiltered();
-    return false;
+    if (!this.#shard) return true;
+    const kept = this.#shard.matches(obj);
+    this.#shard.received?.(this.resource, kept);
+    if (!kept) this.#reportUnfiltered("foreign-object");
+    return kept;
   }
 
-  #reportUnfiltered(): void {
-    if (this.#unfilteredReported) return;
-    this.#unfilteredReported = true;
+  #reportUnfiltered(reason: "no-shard-info" | "foreign-object"): void {
+    if (this.#unfilteredReported.has(reason)) return;
+    this.#unfilteredReported.add(reason);
     try {
-      this.#shard?.unfiltered?.(this.resource);
+      this.#shard?.unfiltered?.(this.resource, reason);
     } catch (err) {
       this.#handlerFailed("unfiltered", err);
     }

@@ -51,11 +51,23 @@ export interface ShardFilter {
    */
   subscribe(listener: () => void): () => void;
   /**
-   * Called by an informer when a list answered without `shardInfo`, or an object outside the
-   * share arrived: the server did not apply the selector (no `ShardedListAndWatch`), and the
-   * informer filters on the client alone.
+   * Called by an informer for every object it receives (list items and watch events), with
+   * whether `matches` kept it; for counting what arrives.
    *
-   * @param resource The kind whose server ignored the selector.
+   * @param resource The kind.
+   * @param kept Whether it belongs to the share.
    */
-  unfiltered?(resource: Resource<any>): void;
+  received?(resource: Resource<any>, kept: boolean): void;
+  /**
+   * Called once per informer and reason when the server may not have applied the selector:
+   * `"no-shard-info"` when a list came back without `shardInfo` (servers without the
+   * `ShardedListAndWatch` feature; also custom resources on Kubernetes 1.37, whose lists the
+   * server filters without saying so), `"foreign-object"` when an object outside the share
+   * arrived (proof that the server did not filter: every replica receives every object). The
+   * informer checks every object on the client either way.
+   *
+   * @param resource The kind.
+   * @param reason What was seen.
+   */
+  unfiltered?(resource: Resource<any>, reason: "no-shard-info" | "foreign-object"): void;
 }

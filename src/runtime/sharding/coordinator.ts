@@ -59,19 +59,16 @@ import type { ShardFilter } from "../cache/shard_filter.ts";
 import { assignShards } from "./assignment.ts";
 import { rangeLabel, type ShardKey, shardOf, shardRanges, shardSelector } from "./hash_range.ts";
 import {
-  ANNOTATION_SHARDS,
   defaultIdentity,
-  LABEL_COUNT,
   LABEL_OF,
   LABEL_RANGE,
   LABEL_ROLE,
   LABEL_SHARD,
-  memberLeaseName,
-  memberOf,
   microTime,
   shardLeaseName,
   shardOfLease,
 } from "./_lease.ts";
+import { Membership } from "./_membership.ts";
 
 const log = getLogger(["kubeno", "sharding"]);
 const JITTER = 0.2;
@@ -142,6 +139,8 @@ export interface ShardingMetrics {
   handoff?(kind: "acquired" | "took-over" | "released", shard: number, drainSeconds?: number): void;
   /** The API server ignored the shard selector for a kind: filtering on the client. */
   clientSideFiltering?(resource: Resource<any>): void;
+  /** An object arrived at a sharded informer; `kept` when it is in this replica's shards. */
+  received?(kept: boolean): void;
 }
 
 /** Options of {@linkcode ShardCoordinator}. */
@@ -198,21 +197,14 @@ export class ShardCoordinator {
   readonly #o: ShardCoordinatorOptions;
   readonly #client: Client;
   readonly #clock: Clock;
-  readonly #leaseMs: number;
-  readonly #renewMs: number;
-  readonly #retryMs: number;
-  readonly #memberName: string;
+  readonly #membership: Membership;
   readonly #listeners = new Set<() => void>();
   readonly #unfiltered = new Set<string>();
   // Shards whose Lease names this replica (as last written by it), and the ones it caches.
   readonly #held = new Set<number>();
   #active = new Set<number>();
   readonly #filter: { -readonly [K in keyof ShardFilter]: ShardFilter[K] };
-  // When each other member's Lease was last seen to change (local clock), by Lease name.
-  readonly #seen = new Map<string, { rv: string; at: number }>();
   #leases: Informer<Lease> | undefined;
-  #member: Lease | undefined;
-  #lastRenew = 0;
   #members: string[] = [];
   #lost: string | undefined;
   #stopping = false;
@@ -242,19 +234,27 @@ export class ShardCoordinator {
     if (this.key !== "uid" && this.key !== "namespace") {
       throw new RangeError(`Cannot shard by "${this.key}": use "uid" or "namespace"`);
     }
-    this.#leaseMs = options.leaseDurationMs ?? 15_000;
-    this.#renewMs = options.renewDeadlineMs ?? 10_000;
-    this.#retryMs = options.retryPeriodMs ?? 2_000;
-    if (
-      !(this.#retryMs > 0 && this.#renewMs > (1 + JITTER) * this.#retryMs &&
-        this.#leaseMs > this.#renewMs)
-    ) {
+    const leaseMs = options.leaseDurationMs ?? 15_000;
+    const renewMs = options.renewDeadlineMs ?? 10_000;
+    const retryMs = options.retryPeriodMs ?? 2_000;
+    if (!(retryMs > 0 && renewMs > (1 + JITTER) * retryMs && leaseMs > renewMs)) {
       throw new RangeError(
         `Cannot shard: need lease duration > renew deadline > 1.2 × retry period > 0, got ` +
-          `"${this.#leaseMs}", "${this.#renewMs}", "${this.#retryMs}" ms`,
+          `"${leaseMs}", "${renewMs}", "${retryMs}" ms`,
       );
     }
-    this.#memberName = memberLeaseName(this.name, this.identity);
+    this.#membership = new Membership({
+      client: this.#client,
+      name: this.name,
+      namespace: this.namespace,
+      identity: this.identity,
+      leaseMs,
+      renewMs,
+      retryMs,
+      clock: this.#clock,
+      owned: () => this.owned,
+      onRenewed: () => this.#kick(),
+    });
     this.#filter = {
       selector: null,
       matches: (obj) => this.#active.has(this.shardOf(obj)),
@@ -262,7 +262,8 @@ export class ShardCoordinator {
         this.#listeners.add(listener);
         return () => this.#listeners.delete(listener);
       },
-      unfiltered: (resource) => this.#unfilteredBy(resource),
+      unfiltered: (resource, reason) => this.#unfilteredBy(resource, reason),
+      received: (_resource, kept) => this.#o.metrics?.received?.(kept),
     };
   }
 
@@ -276,15 +277,25 @@ export class ShardCoordinator {
     return this.#filter;
   }
 
-  #unfilteredBy(resource: Resource<any>): void {
-    const what = `${resource.apiVersion}/${resource.kind}`;
+  #unfilteredBy(resource: Resource<any>, reason: "no-shard-info" | "foreign-object"): void {
+    const what = `${resource.apiVersion}/${resource.kind}:${reason}`;
     if (this.#unfiltered.has(what)) return;
     this.#unfiltered.add(what);
+    const props = { kind: resource.kind, apiVersion: resource.apiVersion };
+    if (reason === "no-shard-info") {
+      // Not proof: Kubernetes 1.37 filters custom resources' lists without echoing shardInfo.
+      log.info(
+        "The API server's list of {kind} carried no shardInfo; checking every {kind} on the " +
+          "client by the same hash (it says so if the server sends objects of other shards)",
+        props,
+      );
+      return;
+    }
     log.warn(
       "The API server ignored the shard selector for {kind}: it lacks the ShardedListAndWatch " +
         "feature (Kubernetes 1.36+, alpha, --feature-gates=ShardedListAndWatch=true); " +
         "filtering on the client by the same hash, so every replica receives every {kind}",
-      { kind: resource.kind, apiVersion: resource.apiVersion },
+      props,
     );
     this.#o.metrics?.clientSideFiltering?.(resource);
   }
@@ -318,12 +329,14 @@ export class ShardCoordinator {
   }
 
   /**
-   * Kinds whose API server ignored the shard selector (filtered on the client).
+   * Kinds whose API server was seen ignoring the shard selector (filtered on the client).
    *
    * @returns `apiVersion/Kind` of each.
    */
   get clientSideFiltered(): string[] {
-    return [...this.#unfiltered];
+    return [...this.#unfiltered].filter((w) => w.endsWith(":foreign-object")).map((w) =>
+      w.slice(0, w.lastIndexOf(":"))
+    );
   }
 
   /**
@@ -333,10 +346,7 @@ export class ShardCoordinator {
    */
   check(): void {
     if (this.#lost) throw new Error(`Sharding membership lost: ${this.#lost}`);
-    const since = this.#clock.now() - this.#lastRenew;
-    if (this.#member && since > this.#leaseMs) {
-      throw new Error(`Sharding member Lease "${this.#memberName}" not renewed for ${since} ms`);
-    }
+    this.#membership.check();
   }
 
   /**
@@ -368,112 +378,20 @@ export class ShardCoordinator {
     });
     this.#leases = leases;
     leases.onEvent((ev) => {
-      const member = memberOf(ev.object);
-      if (member && member !== this.identity) {
-        const name = ev.object.metadata.name!;
-        if (ev.type === "deleted") this.#seen.delete(name);
-        else if (this.#seen.get(name)?.rv !== ev.object.metadata.resourceVersion) {
-          this.#seen.set(name, { rv: ev.object.metadata.resourceVersion!, at: this.#clock.now() });
-        }
-      }
+      this.#membership.observe(ev.object, ev.type === "deleted");
       this.#kick();
     });
     leases.start();
     try {
-      const end = await this.#renewLoop(signal);
-      if (end === "stopped") await this.#leave();
-      return end;
+      const end = await this.#membership.run(signal);
+      if (end !== "stopped") return this.#lose(end.lost);
+      await this.#leave();
+      return "stopped";
     } finally {
       this.#stopping = true;
       if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
       await this.#evaluating;
       await leases.stop();
-    }
-  }
-
-  async #renewLoop(signal: AbortSignal): Promise<ShardingEnd> {
-    for (;;) {
-      const started = this.#clock.now();
-      const result = await this.#renew(signal);
-      if (signal.aborted) return "stopped";
-      if (result === "ok") {
-        this.#lastRenew = started;
-        this.#kick();
-      } else if (result === "fenced") {
-        return this.#lose(`member Lease "${this.#memberName}" was taken over or deleted`);
-      } else if (this.#member && this.#clock.now() >= this.#lastRenew + this.#renewMs) {
-        return this.#lose(`no renewal of "${this.#memberName}" succeeded for ${this.#renewMs} ms`);
-      }
-      const wait = this.#retryMs * (1 + JITTER * Math.random());
-      try {
-        await this.#clock.sleep(wait, signal);
-      } catch {
-        return "stopped";
-      }
-    }
-  }
-
-  /** One create-or-renew of the member Lease; never throws. */
-  async #renew(signal: AbortSignal): Promise<"ok" | "failed" | "fenced"> {
-    const now = microTime(this.#clock.now());
-    const owned = this.owned;
-    const labels = {
-      [LABEL_OF]: this.name,
-      [LABEL_ROLE]: "member",
-      [LABEL_COUNT]: String(owned.length),
-    };
-    const annotations = { [ANNOTATION_SHARDS]: owned.join(",") };
-    const opts = { namespace: this.namespace, signal };
-    try {
-      if (!this.#member) {
-        this.#member = await this.#client.create(Lease, {
-          metadata: { name: this.#memberName, namespace: this.namespace, labels, annotations },
-          spec: {
-            holderIdentity: this.identity,
-            leaseDurationSeconds: Math.ceil(this.#leaseMs / 1000),
-            acquireTime: now,
-            renewTime: now,
-          },
-        }, opts);
-        log.info("Joined as {identity}: member Lease {lease}", {
-          identity: this.identity,
-          lease: `${this.namespace}/${this.#memberName}`,
-        });
-        return "ok";
-      }
-      const lease = structuredClone(this.#member);
-      lease.metadata.labels = { ...lease.metadata.labels, ...labels };
-      lease.metadata.annotations = { ...lease.metadata.annotations, ...annotations };
-      lease.spec = { ...lease.spec, renewTime: now };
-      this.#member = await this.#client.replace(Lease, lease, opts);
-      return "ok";
-    } catch (err) {
-      if (signal.aborted) return "failed";
-      if (isAlreadyExists(err)) {
-        // A previous process with this identity left its Lease: take it over as ours.
-        try {
-          const old = await this.#client.get(Lease, this.#memberName, opts);
-          if (old.spec?.holderIdentity !== this.identity) return "fenced";
-          this.#member = old;
-        } catch { /* retried next period */ }
-        return "failed";
-      }
-      if (isNotFound(err)) return "fenced";
-      if (isConflict(err)) {
-        try {
-          const fresh = await this.#client.get(Lease, this.#memberName, opts);
-          if (fresh.spec?.holderIdentity !== this.identity) return "fenced";
-          this.#member = fresh;
-        } catch (e) {
-          if (isNotFound(e)) return "fenced";
-        }
-        return "failed";
-      }
-      log.warn("Cannot renew member Lease {lease}: {error}", {
-        lease: `${this.namespace}/${this.#memberName}`,
-        error: err instanceof Error ? err.message : String(err),
-      });
-      return "failed";
     }
   }
 
@@ -515,23 +433,8 @@ export class ShardCoordinator {
 
   async #evaluate(): Promise<void> {
     const leases = this.#leases;
-    if (!this.#member || !leases?.hasSynced || this.#stopping || this.#lost) return;
-    const now = this.#clock.now();
-    // This replica counts as live until its renew loop gives up (then it reconciles nothing).
-    const live = new Set<string>([this.identity]);
-    const memberLeases = new Map<string, Lease>();
-    let nextExpiry = Infinity;
-    for (const lease of leases.list()) {
-      const id = memberOf(lease);
-      if (!id || id === this.identity) continue;
-      memberLeases.set(id, lease);
-      const seen = this.#seen.get(lease.metadata.name!);
-      const expires = (seen?.at ?? now) + this.#leaseMs;
-      if (expires > now) {
-        live.add(id);
-        nextExpiry = Math.min(nextExpiry, expires);
-      }
-    }
+    if (!this.#membership.joined || !leases?.hasSynced || this.#stopping || this.#lost) return;
+    const { live, leases: memberLeases, nextExpiry } = this.#membership.view(leases.list());
     this.#scheduleExpiry(nextExpiry);
     const members = [...live].sort();
     if (members.join() !== this.#members.join()) {
@@ -559,7 +462,7 @@ export class ShardCoordinator {
       const holder = holders[i];
       if (holder && holder !== this.identity && live.has(holder)) continue; // it will release
       if (holder && holder !== this.identity) {
-        const fenced = await this.#fence(holder, memberLeases.get(holder));
+        const fenced = await this.#membership.fence(holder, memberLeases.get(holder));
         if (!fenced) continue;
       }
       if (await this.#take(i, shardLeases[i])) {
@@ -586,28 +489,6 @@ export class ShardCoordinator {
       this.#timer = undefined;
       this.#kick();
     }, Math.max(0, at - this.#clock.now()) + 1);
-  }
-
-  /** Deletes a silent member's Lease, unless it renewed since it was seen. */
-  async #fence(holder: string, lease: Lease | undefined): Promise<boolean> {
-    if (!lease) return true;
-    const seen = this.#seen.get(lease.metadata.name!);
-    log.warn("Member {holder} has not renewed for {ms} ms; deleting its Lease {lease}", {
-      holder,
-      ms: seen ? this.#clock.now() - seen.at : this.#leaseMs,
-      lease: lease.metadata.name,
-    });
-    try {
-      await this.#client.delete(Lease, lease.metadata.name!, {
-        namespace: this.namespace,
-        preconditions: { resourceVersion: lease.metadata.resourceVersion },
-      });
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return true;
-      log.info("Member {holder} is alive after all: {error}", { holder, error: String(err) });
-      return false;
-    }
   }
 
   /** Takes a shard's Lease (creating it when missing); guarded by its resourceVersion. */
@@ -702,19 +583,7 @@ export class ShardCoordinator {
     this.#setActive(new Set());
     await Promise.all([...this.#held].map((i) => this.#free(i)));
     this.#held.clear();
-    if (!this.#member) return;
-    try {
-      await this.#client.delete(Lease, this.#memberName, {
-        namespace: this.namespace,
-        preconditions: { resourceVersion: this.#member.metadata.resourceVersion },
-      });
-      log.info("Left {name}: released every shard and deleted {lease}", {
-        name: this.name,
-        lease: this.#memberName,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) log.warn("Cannot delete member Lease: {error}", { error: String(err) });
-    }
+    await this.#membership.leave();
   }
 
   #setActive(next: Set<number>): void {
