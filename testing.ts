@@ -16,9 +16,7 @@
  * ```
  *
  * @example Start a control plane for a test
- * ```ts ignore
- * // Not run by `deno test --doc`: it starts etcd and kube-apiserver (seconds, and Go or
- * // envtest binaries on the machine); tests/control_plane_test.ts runs exactly this.
+ * ```ts ignore — starts etcd and kube-apiserver; tests/control_plane_test.ts runs exactly this
  * import { startControlPlane } from "./testing.ts";
  *
  * Deno.test("my operator", async () => {

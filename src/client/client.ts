@@ -84,8 +84,11 @@ const PATCH_TYPES = {
  * and `watchEvents` without a namespace cover all namespaces.
  *
  * @example Read, apply and watch
- * ```ts ignore
- * import { ConfigMap, createClient, isNotFound } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — needs a live API server
+ * import { createClient } from "./client.ts";
+ * import { isNotFound } from "./api_error.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
  * using client = await createClient({ fieldManager: "my-operator" });
  * const cm = await client.get(ConfigMap, "settings").catch((e) => {
  *   if (isNotFound(e)) return undefined;
@@ -93,6 +96,7 @@ const PATCH_TYPES = {
  * });
  * await client.apply(ConfigMap, { metadata: { name: "settings" }, data: { mode: "fast" } });
  * for await (const ev of client.watchEvents(ConfigMap, { namespace: "default" })) {
+ *   if (ev.type === "ERROR") break;
  *   console.log(ev.type, ev.object.metadata.name, cm?.data);
  * }
  * ```
@@ -714,8 +718,10 @@ function target(
  * ```
  *
  * @example List ConfigMaps
- * ```ts ignore
- * import { ConfigMap, createClient } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — needs a live API server and a kubeconfig context named kind-dev
+ * import { createClient } from "./client.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
  * using client = await createClient({ context: "kind-dev" });
  * const list = await client.list(ConfigMap, { namespace: "default" });
  * console.log(list.items.map((cm) => cm.metadata.name));

@@ -56,9 +56,15 @@ const MAX_CACHED = 1024;
  * @returns The filtering handler; it never throws.
  *
  * @example Protect a handler
- * ```ts ignore
+ * ```ts ignore — every request is reviewed by a live API server (TokenReview, SubjectAccessReview)
  * import { withAuthenticationAndAuthorization } from "./authorized.ts";
+ * import { Registry } from "./registry.ts";
+ * import { createClient } from "../client/client.ts";
+ *
+ * using client = await createClient();
+ * const registry = new Registry();
  * const handler = withAuthenticationAndAuthorization(() => registry.response(), { client });
+ * Deno.serve({ port: 8443, cert: "...", key: "..." }, handler);
  * ```
  */
 export function withAuthenticationAndAuthorization(

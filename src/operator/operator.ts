@@ -71,8 +71,12 @@ export interface Operator {
  * @throws {RangeError} When a leader-election duration is not a positive number.
  *
  * @example An operator's entry point
- * ```ts ignore
- * import { defineResource, operator, reconcile, z } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — main() runs the operator program against a live API server until stopped
+ * import { operator } from "./operator.ts";
+ * import { reconcile } from "../runtime/controller/reconcile.ts";
+ * import { defineResource } from "../schema/define_resource.ts";
+ * import { z } from "../util/zod.ts";
+ *
  * const Widget = defineResource({
  *   group: "example.com", version: "v1", kind: "Widget",
  *   spec: z.object({ size: z.int() }),

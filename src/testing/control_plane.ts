@@ -376,8 +376,8 @@ export class ControlPlane implements AsyncDisposable {
  * @throws {ControlPlaneError} When a component fails to start; includes its log tail.
  *
  * @example Start, use and stop
- * ```ts ignore
- * import { startControlPlane } from "@kubeno/kubeno/testing";
+ * ```ts ignore — starts etcd and kube-apiserver (seconds, and Go or envtest binaries)
+ * import { startControlPlane } from "./control_plane.ts";
  * await using cp = await startControlPlane();
  * console.log(cp.server, cp.kubeconfigPath);
  * ```

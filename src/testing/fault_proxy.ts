@@ -278,8 +278,11 @@ export class FaultProxy implements AsyncDisposable {
  * @throws {Deno.errors.AddrInUse} When `port` is taken.
  *
  * @example Point a client at the proxy
- * ```ts ignore
+ * ```ts ignore — starts a control plane (etcd and kube-apiserver) to proxy to
  * import { startFaultProxy } from "./fault_proxy.ts";
+ * import { startControlPlane } from "./control_plane.ts";
+ *
+ * await using cp = await startControlPlane();
  * await using proxy = await startFaultProxy({ target: cp.server });
  * // write a kubeconfig whose server is proxy.url, then:
  * proxy.stall(true); // the client's open connections go silent; new ones work

@@ -161,7 +161,7 @@ export class DenortUnavailableError extends Error {
  * @throws {Error} When `deno compile` fails otherwise; the message is its first error line.
  *
  * @example Compile an operator
- * ```ts ignore
+ * ```ts ignore — runs deno compile, which downloads denort (or needs DENORT_BIN)
  * import { compileOperator } from "./compile.ts";
  * const { output, size } = await compileOperator("operator.ts", { output: "bin/op" });
  * console.log(output, size);

@@ -3,12 +3,19 @@
  * from what the handler changed) and `validate` (a validating webhook that sees CREATE,
  * UPDATE and DELETE, with the old object on UPDATE). It reads like the controller next to it:
  *
- * ```ts ignore
- * export const controller = reconcile(Myapp, { ... });
+ * ```ts
+ * import { admission } from "./admission.ts";
+ * import { defineResource } from "../schema/define_resource.ts";
+ * import { z } from "../util/zod.ts";
+ *
+ * const Myapp = defineResource({
+ *   group: "apps.example.com", version: "v1", kind: "Myapp",
+ *   spec: z.object({ replicas: z.int().optional() }),
+ * });
  * export const webhook = admission(Myapp, {
  *   default(app) { app.spec.replicas ??= 1; },
  *   validate({ object }) {
- *     if (object && object.spec.replicas > 100) return "spec.replicas must be at most 100";
+ *     if (object && (object.spec.replicas ?? 0) > 100) return "spec.replicas must be at most 100";
  *   },
  * });
  * ```
@@ -26,6 +33,7 @@
  *
  * @module
  */
+import { isDnsSubdomain } from "../util/names.ts";
 import { getLogger } from "../util/log.ts";
 import { diffJson } from "./_json_patch.ts";
 import type {
@@ -235,8 +243,6 @@ export class AdmissionDenied extends Error {
   }
 }
 
-const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /**
  * Declares admission webhooks for a resource: `default` becomes a mutating webhook and
  * `validate` a validating one, both typed by the resource's object type. Serve them with
@@ -288,7 +294,7 @@ export function admission<T extends KubeObject>(
   }
   let name = options.name ?? `${resource.kind}.${resource.group || "core"}`.toLowerCase();
   if (!options.name && name.split(".").length < 3) name += ".kubeno.dev";
-  if (!NAME_RE.test(name) || name.length > 252 || name.split(".").length < 3) {
+  if (!isDnsSubdomain(name) || name.length > 252 || name.split(".").length < 3) {
     throw new TypeError(
       `Cannot declare admission for "${resource.kind}": name "${name}" must be a DNS subdomain with at least three segments`,
     );

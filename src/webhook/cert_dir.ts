@@ -231,8 +231,13 @@ export async function readCertificateDir(dir: string): Promise<WebhookCertificat
  * @throws {CertificateDirError} When the files cannot be read or do not form a valid pair.
  *
  * @example Follow a cert-manager Secret volume
- * ```ts ignore
+ * ```ts ignore — reads the certificate directory a cluster mounts into the Pod
  * import { watchCertificateDir } from "./cert_dir.ts";
+ * import { startWebhookServer } from "./server.ts";
+ * import { admission } from "./admission.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
+ * const webhooks = [admission(ConfigMap, { validate: () => undefined })];
  * await using certs = await watchCertificateDir("/tmp/k8s-webhook-server/serving-certs");
  * await using server = await startWebhookServer({ webhooks, certificate: certs.current });
  * certs.onChange((cert) => server.setCertificate(cert));

@@ -156,11 +156,16 @@ export interface PatchConversionWebhooksOptions {
  * @throws {ApiError} When reading or writing fails for another reason than a conflict.
  *
  * @example Publish a renewed CA
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { patchConversionWebhooks } from "./conversion_config.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { createCa } from "../util/x509.ts";
+ *
+ * using client = await createClient();
+ * const [oldCa, newCa] = [await createCa("old"), await createCa("new")];
  * await patchConversionWebhooks(client, ["myapps.apps.kubeno.dev"], {
  *   target: { service: { namespace: "myapp-system", name: "myapp-operator-webhook" } },
- *   caBundlePem: newCaPem + oldCaPem,
+ *   caBundlePem: newCa.certPem + oldCa.certPem,
  * });
  * ```
  */
@@ -229,14 +234,19 @@ export interface TakeOverConversionsOptions {
  * @throws {ApiError} When a CRD cannot be read or written.
  *
  * @example
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { takeOverConversions } from "./conversion_config.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { createCa } from "../util/x509.ts";
+ *
+ * using client = await createClient();
+ * const ca = await createCa("local-webhooks");
  * const reg = await takeOverConversions(client, ["myapps.apps.kubeno.dev"], {
- *   url: `https://127.0.0.1:${server.port}`,
- *   caBundle: caPem,
+ *   url: "https://127.0.0.1:9443",
+ *   caBundle: ca.certPem,
  * });
  * try {
- *   await runUntilStopped();
+ *   await new Promise((resolve) => Deno.addSignalListener("SIGINT", () => resolve(undefined)));
  * } finally {
  *   await reg.restore();
  * }
@@ -313,9 +323,13 @@ export async function takeOverConversions(
  * @throws {ApiError} When a CRD cannot be read or written.
  *
  * @example
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { restoreConversions } from "./conversion_config.ts";
+ * import { createClient } from "../client/client.ts";
+ *
+ * using client = await createClient();
  * const repaired = await restoreConversions(client, ["myapps.apps.kubeno.dev"]);
+ * console.log(repaired);
  * ```
  */
 export async function restoreConversions(

@@ -102,15 +102,26 @@ export interface TakeOverWebhooksOptions {
  * @throws {ApiError} When a configuration cannot be read or written.
  *
  * @example Register a local run and hand back on exit
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { takeOverWebhooks } from "./local_registration.ts";
+ * import { startWebhookServer } from "./server.ts";
+ * import { admission } from "./admission.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ * import { createCa, issueCert } from "../util/x509.ts";
+ *
+ * using client = await createClient();
+ * const webhook = admission(ConfigMap, { validate: () => undefined });
+ * const ca = await createCa("local-webhooks");
+ * const certificate = await issueCert({ commonName: "localhost", ipAddresses: ["127.0.0.1"], server: true }, ca);
+ * await using server = await startWebhookServer({ webhooks: [webhook], certificate, hostname: "127.0.0.1", port: 0 });
  * const reg = await takeOverWebhooks(client, [webhook], {
  *   name: "myapp-operator",
  *   url: `https://127.0.0.1:${server.port}`,
- *   caBundle: caPem,
+ *   caBundle: ca.certPem,
  * });
  * try {
- *   await runUntilStopped();
+ *   await new Promise((resolve) => Deno.addSignalListener("SIGINT", () => resolve(undefined)));
  * } finally {
  *   await reg.restore();
  * }
@@ -206,9 +217,13 @@ export async function takeOverWebhooks(
  * @throws {ApiError} When a configuration cannot be read or written.
  *
  * @example
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { restoreWebhooks } from "./local_registration.ts";
+ * import { createClient } from "../client/client.ts";
+ *
+ * using client = await createClient();
  * const repaired = await restoreWebhooks(client, "myapp-operator");
+ * console.log(repaired);
  * ```
  */
 export async function restoreWebhooks(client: Client, name: string): Promise<string[]> {

@@ -36,12 +36,23 @@ export interface RegisterWebhooksOptions extends WebhookConfigurationOptions {
  * @throws {ApiError} When the API server refuses a configuration.
  *
  * @example Register URL-based webhooks for a local run
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { registerWebhooks } from "./register.ts";
+ * import { startWebhookServer } from "./server.ts";
+ * import { admission } from "./admission.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ * import { createCa, issueCert } from "../util/x509.ts";
+ *
+ * using client = await createClient();
+ * const webhook = admission(ConfigMap, { validate: () => undefined });
+ * const ca = await createCa("webhooks");
+ * const certificate = await issueCert({ commonName: "localhost", ipAddresses: ["127.0.0.1"], server: true }, ca);
+ * await using server = await startWebhookServer({ webhooks: [webhook], certificate, hostname: "127.0.0.1", port: 0 });
  * await registerWebhooks(client, [webhook], {
  *   name: "myapp-operator",
  *   target: { url: `https://127.0.0.1:${server.port}` },
- *   caBundle: certs.current.caBundlePem,
+ *   caBundle: ca.certPem,
  * });
  * ```
  */
@@ -73,9 +84,14 @@ export async function registerWebhooks(
  * @throws {ApiError} When reading or writing fails for another reason than a conflict.
  *
  * @example Re-point the webhooks at a renewed CA
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { patchCaBundle } from "./register.ts";
- * await patchCaBundle(client, "myapp-operator", newCaPem + oldCaPem);
+ * import { createClient } from "../client/client.ts";
+ * import { createCa } from "../util/x509.ts";
+ *
+ * using client = await createClient();
+ * const [oldCa, newCa] = [await createCa("old"), await createCa("new")];
+ * await patchCaBundle(client, "myapp-operator", newCa.certPem + oldCa.certPem);
  * ```
  */
 export async function patchCaBundle(
@@ -120,9 +136,13 @@ export async function patchCaBundle(
  * @throws {ApiError} When reading fails for another reason than NotFound.
  *
  * @example
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { readCaBundle } from "./register.ts";
+ * import { createClient } from "../client/client.ts";
+ *
+ * using client = await createClient();
  * const pem = await readCaBundle(client, "myapp-operator");
+ * console.log(pem?.length);
  * ```
  */
 export async function readCaBundle(client: Client, name: string): Promise<string | undefined> {
@@ -146,8 +166,11 @@ export async function readCaBundle(client: Client, name: string): Promise<string
  * @throws {ApiError} When a deletion fails for another reason than NotFound.
  *
  * @example
- * ```ts ignore
+ * ```ts ignore — needs a live API server
  * import { unregisterWebhooks } from "./register.ts";
+ * import { createClient } from "../client/client.ts";
+ *
+ * using client = await createClient();
  * await unregisterWebhooks(client, "myapp-operator");
  * ```
  */

@@ -408,9 +408,15 @@ function publicOf(s: Stored): WebhookCertificate {
  * @throws {ApiError} When the Secret cannot be read or written.
  *
  * @example Serve with self-managed certificates
- * ```ts ignore
+ * ```ts ignore — needs a live API server (the certificate lives in a Secret)
  * import { selfManagedCertificates } from "./self_managed_certs.ts";
  * import { startWebhookServer } from "./server.ts";
+ * import { admission } from "./admission.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
+ * using client = await createClient();
+ * const webhooks = [admission(ConfigMap, { validate: () => undefined })];
  * await using certs = await selfManagedCertificates(client, { name: "myapp-operator", namespace: "myapp-system" });
  * await using server = await startWebhookServer({ webhooks, certificate: certs.current });
  * certs.onChange((cert) => server.setCertificate(cert));

@@ -114,8 +114,14 @@ export interface RunningWebhooks extends AsyncDisposable {
  * @throws {Error} When the supplied certificate directory is unusable or the port is taken.
  *
  * @example Local development against a cluster
- * ```ts ignore
+ * ```ts ignore — needs a live API server to register the webhooks with
  * import { serveWebhooks } from "./webhooks.ts";
+ * import { admission } from "./admission.ts";
+ * import { createClient } from "../client/client.ts";
+ * import { ConfigMap } from "../core/kinds.ts";
+ *
+ * using client = await createClient();
+ * const webhook = admission(ConfigMap, { validate: () => undefined });
  * await using running = await serveWebhooks(client, [webhook], {
  *   name: "myapp-operator",
  *   namespace: "default",

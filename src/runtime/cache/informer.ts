@@ -177,12 +177,14 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
  * @typeParam T The object type of the resource.
  *
  * @example Waiting for the cache and reading from it
- * ```ts ignore
+ * ```ts ignore — needs a live API server to list and watch
  * import { informer } from "./informer.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  *
  * await using cms = informer(ConfigMap, { namespace: "default" }).start();
- * cms.onEvent((ev) => ev.type === "deleted" && console.log("deleted", ev.object.metadata.name));
+ * cms.onEvent((ev) => {
+ *   if (ev.type === "deleted") console.log("deleted", ev.object.metadata.name);
+ * });
  * await cms.synced();
  * console.log(cms.list().length, cms.get({ name: "app-config", namespace: "default" }));
  * ```

@@ -61,16 +61,27 @@ export interface CacheListOptions {
  * Reads objects from a cache. Every object returned is frozen; see the module docs.
  *
  * @example Reading from a controller's cache
- * ```ts ignore
- * import { ConfigMap, Deployment, reconcile } from "jsr:@kubeno/kubeno";
- * reconcile(Myapp, {
+ * ```ts
+ * import { reconcile } from "../controller/reconcile.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ * import { Deployment } from "../../core/kinds_workloads.ts";
+ * import { defineResource } from "../../schema/define_resource.ts";
+ * import { z } from "../../util/zod.ts";
+ *
+ * const Myapp = defineResource({
+ *   group: "apps.example.com", version: "v1", kind: "Myapp",
+ *   spec: z.object({ configMap: z.string() }),
+ * });
+ * const controller = reconcile(Myapp, {
  *   owns: [Deployment],
  *   reads: [ConfigMap],
  *   reconcile(app, ctx) {
  *     const config = ctx.cache.get(ConfigMap, app.spec.configMap); // the primary's namespace
  *     const deps = ctx.cache.list(Deployment, { labelSelector: { app: app.metadata.name! } });
+ *     ctx.log.info("{n} Deployments, config {found}", { n: deps.length, found: !!config });
  *   },
  * });
+ * if (controller.reads.length !== 1) throw new Error();
  * ```
  */
 export interface CacheReader {

@@ -66,11 +66,15 @@ interface Entry {
  * the returned promise, or {@linkcode EventRecorder.prototype.flush}, to wait for them).
  *
  * @example Recording from a reconcile
- * ```ts ignore
- * import { createClient, EventRecorder } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — needs a live API server to record Events on
+ * import { EventRecorder } from "./events.ts";
+ * import { createClient } from "../../client/client.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
  * using client = await createClient();
  * const events = new EventRecorder(client, { component: "myapp-operator" });
- * events.normal(app, "Deployed", `Deployment "${app.metadata.name}" applied`);
+ * const cm = await client.get(ConfigMap, "settings", { namespace: "default" });
+ * await events.normal(cm, "Deployed", `ConfigMap "${cm.metadata.name}" applied`);
  * ```
  *
  * @example Aggregating repeats with a stand-in client

@@ -159,8 +159,11 @@ export function removeFinalizerPatch(obj: KubeObject, name: string): MergePatch<
  * @throws Whatever `handler` throws; the finalizer then stays.
  *
  * @example In a hand-written reconcile loop
- * ```ts ignore
- * import { ConfigMap, createClient, finalizer } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — needs a live API server
+ * import { finalizer } from "./finalizer.ts";
+ * import { createClient } from "../../client/client.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
  * using client = await createClient();
  * const cm = await client.get(ConfigMap, "settings", { namespace: "default" });
  * await finalizer(client, ConfigMap, "example.com/audit", cm, async (event) => {

@@ -130,8 +130,13 @@ const RESYNC_RETRY_MS = 1_000;
  * @typeParam T The primary object type.
  *
  * @example Running a controller without a manager
- * ```ts ignore
- * import { ControllerRuntime, createClient, InformerFactory, reconcile, ConfigMap } from "jsr:@kubeno/kubeno";
+ * ```ts ignore — needs a live API server
+ * import { ControllerRuntime } from "./runner.ts";
+ * import { reconcile } from "./reconcile.ts";
+ * import { InformerFactory } from "../cache/informer_factory.ts";
+ * import { createClient } from "../../client/client.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
  * using client = await createClient();
  * await using informers = new InformerFactory({ client });
  * const runtime = new ControllerRuntime(

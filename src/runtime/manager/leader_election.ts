@@ -108,7 +108,7 @@ const log = getLogger(["kubeno", "leader-election"]);
  * Errors: failed API calls are logged and retried; `run` does not throw for them.
  *
  * @example Run while leading, stop on loss
- * ```ts ignore
+ * ```ts ignore — needs a live API server to hold the Lease on
  * import { createClient } from "../../client/client.ts";
  * import { leaderElector } from "./leader_election.ts";
  *

@@ -151,9 +151,12 @@ export interface ManagerHealth {
  * Runs controllers. Create it with {@linkcode createManager}.
  *
  * @example Running until SIGTERM
- * ```ts ignore
- * import { createManager } from "jsr:@kubeno/kubeno";
- * import { controller } from "../controller/runner.ts";
+ * ```ts ignore — runs controllers against a live API server until SIGTERM
+ * import { createManager } from "./manager.ts";
+ * import { reconcile } from "../controller/reconcile.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
+ * const controller = reconcile(ConfigMap, { reconcile: (cm, ctx) => ctx.log.info("Saw {key}", { key: ctx.key }) });
  * const stop = new AbortController();
  * Deno.addSignalListener("SIGTERM", () => stop.abort());
  * await createManager({ controllers: [controller] }).start(stop.signal);

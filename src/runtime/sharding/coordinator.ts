@@ -173,14 +173,21 @@ export type ShardingEnd = "lost" | "stopped";
  * Coordinates this replica's share of a sharded operator. See the module docs.
  *
  * @example Caching one replica's share of ConfigMaps
- * ```ts ignore
- * import { createClient, informer, ShardCoordinator, ConfigMap } from "jsr:@kubeno/kubeno/runtime";
+ * ```ts ignore — needs a live API server for the Leases
+ * import { ShardCoordinator } from "./coordinator.ts";
+ * import { informer } from "../cache/informer.ts";
+ * import { createClient } from "../../client/client.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ *
  * const client = await createClient();
  * const shards = new ShardCoordinator({ client, name: "cm-operator", namespace: "default" });
  * const cms = informer(ConfigMap, { client, shard: shards.filter }).start();
  * const stop = new AbortController();
  * const running = shards.run(stop.signal);
- * // ... later: stop.abort(); await running;
+ * // ... later:
+ * stop.abort();
+ * await running;
+ * await cms.stop();
  * ```
  */
 export class ShardCoordinator {

@@ -712,7 +712,7 @@ const CLOSED = new DOMException("The watch request was closed", "AbortError");
  * @throws {WatchError} While iterating: a persistent failure (unless `retryPersistent`).
  *
  * @example Print changes to ConfigMaps in one namespace
- * ```ts ignore
+ * ```ts ignore — needs a live API server to list and watch
  * import { watch } from "./watch.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  *
