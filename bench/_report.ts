@@ -224,16 +224,22 @@ export function renderMarkdown(r: Results): string {
         fmt(s.footprint.objects)
       } Bench objects and their ConfigMaps cached)`,
       "",
-      "| contender | start → ready (ms) | idle RSS, empty (MiB) | idle RSS, loaded (MiB) |",
-      "|---|---:|---:|---:|",
+      "| contender | start → ready (ms) | idle RSS, empty (MiB) | idle RSS, loaded (MiB) | RSS right after the burst (MiB) |",
+      "|---|---:|---:|---:|---:|",
     );
     for (const [name, x] of Object.entries(c) as [string, Record<string, number>][]) {
       lines.push(
         `| ${name} | ${fmt(x?.startToReadyMs)} | ${fmt(x?.idleRssMiB, 1)} | ${
           fmt(x?.idleRssLoadedMiB, 1)
-        } |`,
+        } | ${fmt(x?.afterBurstRssMiB, 1)} |`,
       );
     }
+    lines.push(
+      "",
+      "Idle RSS is read after 30 s without work (V8's memory reducer and Go's scavenger return " +
+        "memory on their own schedule once idle); the last column is the RSS 1 s after the " +
+        "converge burst.",
+    );
     const b = s.footprint.bundle;
     lines.push(
       "",

@@ -31,6 +31,7 @@ import {
   updateMarkdown,
 } from "./_report.ts";
 import {
+  IDLE_MS,
   type RunContext,
   runConverge,
   runFootprint,
@@ -193,6 +194,8 @@ if (only.has("footprint")) {
       size.footprint,
       (kc) => operatorCommand(who as "kubeno" | "controller-runtime" | "kube-rs", peers, kc),
       who,
+      // Smoke runs only check that the scenario works.
+      mode === "smoke" ? 2_000 : IDLE_MS,
     ));
   scenarios.footprint = {
     objects: size.footprint,

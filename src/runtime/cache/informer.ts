@@ -105,7 +105,7 @@ export interface InformerOptions<T> extends WatchQuery {
   initialSync?: "watchList" | "list";
   /**
    * Objects per list page, when listing in pages.
-   * @default 500
+   * @default 2000
    */
   pageSize?: number;
   /**
