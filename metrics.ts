@@ -2,8 +2,8 @@
  * Prometheus metrics without a client library: a {@linkcode Registry} of counters, gauges
  * and histograms in the text exposition format, an HTTP endpoint for it, and the metric
  * families controller-runtime operators expose (`controller_runtime_*`, `workqueue_*`,
- * `rest_client_*`, `leader_election_*`, `process_*`), fed through hooks so that the
- * machinery never imports this module.
+ * `rest_client_*`, `leader_election_*`, `process_*`) and a sharded operator's `kubeno_shard_*`,
+ * fed through hooks so that the machinery never imports this module.
  *
  * @example Count and expose
  * ```ts
@@ -39,3 +39,8 @@ export {
   workqueueMetrics,
 } from "./src/metrics/controller_metrics.ts";
 export { registerProcessMetrics } from "./src/metrics/process_metrics.ts";
+export {
+  shardingMetrics,
+  type ShardingMetricsAdapter,
+  type ShardSample,
+} from "./src/metrics/sharding_metrics.ts";

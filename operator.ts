@@ -24,6 +24,7 @@ export type {
   LeaderElectionOptions,
   OperatorController,
   OperatorOptions,
+  OperatorShardingOptions,
   OperatorWebhook,
   WebhookManifestContext,
 } from "./src/operator/options.ts";

@@ -5,7 +5,10 @@
  * {@linkcode InformerFactory}) and read through a {@linkcode CacheReader}, a de-duplicating
  * {@linkcode WorkQueue} with rate limiters,
  * the {@linkcode ControllerRuntime} that runs one controller, and the {@linkcode Manager}
- * that runs many with leader election, health probes, Events and structured logs.
+ * that runs many with leader election, health probes, Events and structured logs — or, past
+ * one leader, with a {@linkcode ShardCoordinator}: replicas share the objects through Leases
+ * and the API server's sharded list and watch (KEP-5866), each caching and reconciling the
+ * virtual shards it holds.
  *
  * Every timer goes through an injectable {@linkcode Clock}; `FakeClock` in
  * `@kubeno/kubeno/testing` drives them in tests.
@@ -22,6 +25,19 @@
  * if (item.shutdown || item.key !== "default/web") throw new Error();
  * queue.done(item.key);
  * queue.shutDown();
+ * ```
+ *
+ * @example Which shard an object falls in, and the selector that asks for shards
+ * ```ts
+ * import { fnv1a64, shardOf, shardSelector } from "./runtime.ts";
+ *
+ * const pod = { metadata: { name: "web", namespace: "shop", uid: "foobar" } };
+ * if (fnv1a64("foobar") !== 0x85944171f73967e8n) throw new Error();
+ * if (shardOf(pod, "uid", 12) !== 6) throw new Error(); // 0x8594… / (2^64 / 12)
+ * const selector = shardSelector("uid", [6, 7], 12);
+ * if (!selector?.startsWith("shardRange(object.metadata.uid, '0x8000000000000000'")) {
+ *   throw new Error(selector ?? "null");
+ * }
  * ```
  *
  * @module
@@ -62,6 +78,7 @@ export {
   type InformerFactoryOptions,
   type InformerQuery,
 } from "./src/runtime/cache/informer_factory.ts";
+export type { ShardFilter } from "./src/runtime/cache/shard_filter.ts";
 export {
   type CachedSource,
   type CacheGetOptions,
@@ -149,6 +166,8 @@ export {
   Manager,
   type ManagerHealth,
   type ManagerOptions,
+  type ManagerSharding,
+  type ShardStat,
 } from "./src/runtime/manager/manager.ts";
 export {
   type LeaderElectionEnd,
@@ -171,6 +190,27 @@ export {
   watchesNotStalled,
   type WatchesNotStalledOptions,
 } from "./src/runtime/manager/health.ts";
+
+// Sharding
+export {
+  DEFAULT_SHARDS,
+  ShardCoordinator,
+  type ShardCoordinatorOptions,
+  type ShardingEnd,
+  type ShardingMetrics,
+  type ShardingOptions,
+} from "./src/runtime/sharding/coordinator.ts";
+export {
+  fnv1a64,
+  HASH_SPACE,
+  type HashRange,
+  shardIndex,
+  type ShardKey,
+  shardOf,
+  shardRanges,
+  shardSelector,
+} from "./src/runtime/sharding/hash_range.ts";
+export { assignShards } from "./src/runtime/sharding/assignment.ts";
 
 // Time and logs
 export { type Clock, realClock, type TimerId } from "./src/util/clock.ts";

@@ -107,7 +107,10 @@ async function stop(replicas: Replica[]): Promise<void> {
   await Promise.all(replicas.map((r) => r.proc.status));
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b), m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 await using cp = await startControlPlane({ progress: say });
 using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
@@ -214,11 +217,11 @@ for (const r of rows) {
   const objects = median(r.objects), rss = median(r.rssMiB), cpu = median(r.cpuS);
   const above = rss - baselineMiB;
   out.push(
-    `| ${r.replicas} | ${median(r.wallS).toFixed(2)} | ${objects} | ${median(r.received)} | ${
-      rss.toFixed(1)
-    } | ${above.toFixed(1)} | ${(above * 1024 / Math.max(1, objects)).toFixed(1)} | ${
-      cpu.toFixed(2)
-    } | ${(cpu * r.replicas).toFixed(2)} |`,
+    `| ${r.replicas} | ${median(r.wallS).toFixed(2)} | ${Math.round(objects)} | ${
+      Math.round(median(r.received))
+    } | ${rss.toFixed(1)} | ${above.toFixed(1)} | ${
+      (above * 1024 / Math.max(1, objects)).toFixed(1)
+    } | ${cpu.toFixed(2)} | ${(cpu * r.replicas).toFixed(2)} |`,
   );
 }
 console.log(out.join("\n"));

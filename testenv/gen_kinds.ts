@@ -357,6 +357,9 @@ export async function generateKinds(
       const isKind = kindSchemas.has(name) && s.properties?.metadata !== undefined;
       body.push(jsdoc(s.description ?? `${pub}.`, ""));
       if (isKind) use("../../object.ts", "KubeObject");
+      // Marker types with no field (e.g. `WorkloadPodGroupBasicSchedulingPolicy`, 1.37).
+      const empty = !isKind && Object.keys(s.properties ?? {}).length === 0;
+      if (empty) body.push("// deno-lint-ignore no-empty-interface");
       body.push(`export interface ${pub}${isKind ? " extends KubeObject" : ""} {`);
       for (const [k, p] of Object.entries(s.properties ?? {})) {
         if (isKind && (k === "apiVersion" || k === "kind" || k === "metadata")) continue;

@@ -59,6 +59,13 @@ export interface OperatorManifestsInit {
    */
   healthPort?: number;
   /**
+   * A sharded operator (`operator({ sharding })`): the Deployment runs `replicas` pods without
+   * `--leader-elect`, each named by `POD_NAME`, and the Role on Leases adds `list`, `watch` and
+   * `delete` (members watch the shard Leases and fence a silent member's).
+   * @default not sharded
+   */
+  sharding?: { replicas: number };
+  /**
    * Port of the webhook server.
    * @default 9443
    */
@@ -181,6 +188,7 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   const rbac = deriveRbac(init.controllers, {
     scoped: watch.length > 0,
     extraRules: init.rules,
+    sharded: init.sharding !== undefined,
   });
   if (webhooks.length) {
     // The webhook server patches caBundle into its own configurations (named after the
@@ -385,7 +393,7 @@ function deployment(
   const selector = { "app.kubernetes.io/name": init.name };
   const args = [
     "run",
-    "--leader-elect",
+    ...(init.sharding ? [] : ["--leader-elect"]),
     `--metrics-bind-address=:${ports.metrics}`,
     `--health-probe-bind-address=:${ports.health}`,
     `--graceful-shutdown-timeout=${GRACEFUL_SHUTDOWN_MS / 1_000}s`,
@@ -402,7 +410,7 @@ function deployment(
     kind: "Deployment",
     metadata,
     spec: {
-      replicas: 1,
+      replicas: init.sharding?.replicas ?? 1,
       selector: { matchLabels: selector },
       template: {
         metadata: { labels: { ...metadata.labels } },
@@ -418,10 +426,15 @@ function deployment(
             name: "operator",
             image: init.image,
             args,
-            env: [{
-              name: "POD_NAMESPACE",
-              valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
-            }],
+            env: [
+              {
+                name: "POD_NAMESPACE",
+                valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+              },
+              ...(init.sharding
+                ? [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]
+                : []),
+            ],
             ports: [
               { name: "metrics", containerPort: ports.metrics, protocol: "TCP" },
               { name: "health", containerPort: ports.health, protocol: "TCP" },

@@ -23,6 +23,12 @@ export interface DeriveRbacOptions {
    * @default []
    */
   extraRules?: readonly PolicyRule[];
+  /**
+   * Whether the operator is sharded: its replicas also `list`, `watch` and `delete` Leases in
+   * its namespace (the shard and member Leases).
+   * @default false
+   */
+  sharded?: boolean;
 }
 
 /** The rules an operator needs, by where they are granted. */
@@ -52,7 +58,7 @@ const VERB_ORDER = [...READ, ...OWN, "deletecollection"];
  * or kinds are owned (a controller ownerReference sets `blockOwnerDeletion`, which the
  * `OwnerReferencesPermissionEnforcement` admission plugin allows only with that permission);
  * `create`/`patch` on events; `get`/`create`/`update` on `coordination.k8s.io` leases for
- * leader election. Rules are merged and sorted so that the output is stable.
+ * leader election (and `list`/`watch`/`delete` when `sharded`). Rules are merged and sorted so that the output is stable.
  *
  * Events (core/v1, as `EventRecorder` writes them) are granted where the namespaced kinds'
  * rules go: an object's events are recorded in its namespace.
@@ -122,7 +128,13 @@ export function deriveRbac(
   if (general) rest.add("", "events", ["create", "patch"]);
   for (const r of options.extraRules ?? []) rest.addRule(r);
   const lease = new RuleSet();
-  lease.add("coordination.k8s.io", "leases", ["get", "create", "update"]);
+  lease.add(
+    "coordination.k8s.io",
+    "leases",
+    options.sharded
+      ? ["get", "list", "watch", "create", "update", "delete"]
+      : ["get", "create", "update"],
+  );
   return {
     cluster: cluster.rules(),
     namespaced: namespaced.rules(),

@@ -75,7 +75,8 @@ the chart renders the objects printed here, without the Namespace (helm install
       watchNamespaces: watch,
       webhooks: ctx.def.webhooks,
       rules: ctx.def.rules,
-      renewDeadlineMs: ctx.def.leaderElection.renewDeadlineMs,
+      renewDeadlineMs: ctx.def.sharding?.renewDeadlineMs ?? ctx.def.leaderElection.renewDeadlineMs,
+      ...(ctx.def.sharding ? { sharding: { replicas: ctx.def.sharding.replicas } } : {}),
     };
     if (typeof ctx.flags.helm === "string") {
       if (typeof ctx.flags.out === "string") {

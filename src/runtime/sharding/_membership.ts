@@ -217,20 +217,35 @@ export class Membership {
     }
   }
 
-  /** Deletes this replica's member Lease (leaving); never throws. */
+  /** Deletes this replica's member Lease (leaving), unless another took it; never throws. */
   async leave(): Promise<void> {
-    if (!this.#lease) return;
-    try {
-      await this.#o.client.delete(Lease, this.leaseName, {
-        namespace: this.#o.namespace,
-        preconditions: { resourceVersion: this.#lease.metadata.resourceVersion },
-      });
-      log.info("Left {name}: released every shard and deleted {lease}", {
-        name: this.#o.name,
-        lease: this.leaseName,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) log.warn("Cannot delete member Lease: {error}", { error: String(err) });
+    let lease = this.#lease;
+    const opts = { namespace: this.#o.namespace };
+    // A renewal cut short by the stop may still have landed: then the copy is one behind.
+    for (let attempt = 0; lease && attempt < 3; attempt++) {
+      try {
+        await this.#o.client.delete(Lease, this.leaseName, {
+          ...opts,
+          preconditions: { resourceVersion: lease.metadata.resourceVersion },
+        });
+        log.info("Left {name}: released every shard and deleted {lease}", {
+          name: this.#o.name,
+          lease: this.leaseName,
+        });
+        return;
+      } catch (err) {
+        if (isNotFound(err)) return;
+        if (!isConflict(err)) {
+          log.warn("Cannot delete member Lease: {error}", { error: String(err) });
+          return;
+        }
+        try {
+          const fresh = await this.#o.client.get(Lease, this.leaseName, opts);
+          lease = fresh.spec?.holderIdentity === this.#o.identity ? fresh : undefined;
+        } catch {
+          return;
+        }
+      }
     }
   }
 }

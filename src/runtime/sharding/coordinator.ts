@@ -221,6 +221,8 @@ export class ShardCoordinator {
   #running: Promise<ShardingEnd> | undefined;
 
   /**
+   * Creates a coordinator; nothing happens until {@linkcode ShardCoordinator.prototype.run}.
+   *
    * @param options Client, Lease names, identity, shards, key, timings and hooks.
    * @throws {RangeError} When `shards` is not 1-4096, or the timings do not satisfy
    * lease duration > renew deadline > 1.2 × retry period > 0.

@@ -19,10 +19,12 @@ export interface TopologyConstraint {
 }
 
 /** WorkloadPodGroupAllDisruptionMode indicates that all pods in the group must be disrupted together. */
+// deno-lint-ignore no-empty-interface
 export interface WorkloadPodGroupAllDisruptionMode {
 }
 
 /** WorkloadPodGroupBasicSchedulingPolicy indicates standard Kubernetes scheduling behavior. */
+// deno-lint-ignore no-empty-interface
 export interface WorkloadPodGroupBasicSchedulingPolicy {
 }
 
@@ -65,5 +67,6 @@ export interface WorkloadPodGroupSchedulingPolicy {
 }
 
 /** WorkloadPodGroupSingleDisruptionMode indicates that individual pods can be disrupted independently. */
+// deno-lint-ignore no-empty-interface
 export interface WorkloadPodGroupSingleDisruptionMode {
 }
