@@ -37,6 +37,8 @@ export interface ApiServerWaitOptions {
   flag: string;
   /** Stops waiting; `run` then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** The API server's URL, named when it does not answer at all. */
+  server?: string;
   /**
    * Time source.
    * @default realClock
@@ -85,6 +87,7 @@ export function isUnavailable(err: unknown): boolean {
  */
 export class ApiServerWait {
   readonly #o: ApiServerWaitOptions;
+  #lastFailure: unknown;
   readonly #clock: Clock;
   readonly #deadline: number;
   readonly #started: number;
@@ -140,9 +143,20 @@ export class ApiServerWait {
         return result;
       } catch (err) {
         outer?.throwIfAborted();
-        failure = timeout.signal.aborted
-          ? new Error(`no answer within ${seconds(timeoutMs)}`, { cause: err })
-          : err;
+        // An attempt the deadline cut short says less than the failure before it (which names
+        // the server and why): report that one.
+        const cutShort = timeoutMs < (this.#o.attemptTimeoutMs ?? 15_000);
+        failure = !timeout.signal.aborted
+          ? err
+          : cutShort && this.#lastFailure !== undefined
+          ? this.#lastFailure
+          : new Error(
+            `no answer from ${this.#o.server ? `"${this.#o.server}"` : "the API server"} within ${
+              seconds(Math.max(timeoutMs, 100))
+            }`,
+            { cause: err },
+          );
+        this.#lastFailure = failure;
         state = timeout.signal.aborted || isUnavailable(err)
           ? describeState(failure)
           : await retryAlso?.(err, signal).catch(() => undefined);

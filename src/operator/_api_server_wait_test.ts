@@ -164,3 +164,45 @@ Deno.test("seconds() prints durations as the flags take them", () => {
     "2m30s",
   ]);
 });
+
+Deno.test("a server that never answers is named when the deadline cuts the only attempt", async () => {
+  const clock = new FakeClock();
+  const wait = new ApiServerWait({
+    timeoutMs: 1_000,
+    flag: "--startup-timeout",
+    clock,
+    server: "https://10.0.0.1:6443",
+  });
+  const silent = (signal: AbortSignal) =>
+    new Promise<never>((_, reject) =>
+      signal.addEventListener("abort", () => reject(signal.reason))
+    );
+  const result = wait.run(silent).catch((err) => err);
+  await clock.tickAsync(2_000);
+  const err = await result;
+  assert.ok(err instanceof ApiServerUnavailableError);
+  assert.match(err.message, /no answer from "https:\/\/10\.0\.0\.1:6443" within 1s/);
+});
+
+Deno.test("an attempt cut short by the deadline reports the failure before it", async () => {
+  const clock = new FakeClock();
+  const wait = new ApiServerWait({
+    timeoutMs: 1_000,
+    flag: "--timeout",
+    clock,
+    initialDelayMs: 400,
+  });
+  let calls = 0;
+  const attempt = (signal: AbortSignal) =>
+    calls++ === 0
+      ? Promise.reject(refused())
+      : new Promise<never>((_, reject) =>
+        signal.addEventListener("abort", () => reject(signal.reason))
+      );
+  const result = wait.run(attempt).catch((err) => err);
+  await clock.tickAsync(2_000);
+  const err = await result;
+  assert.ok(err instanceof ApiServerUnavailableError);
+  assert.match(err.message, /https:\/\/127\.0\.0\.1:1/, err.message);
+  assert.equal(calls, 2);
+});

@@ -65,7 +65,7 @@ fail at once.`,
   async run(ctx: CommandContext): Promise<number> {
     const timeoutMs = parseDuration(String(ctx.flags.timeout ?? "60s"), "timeout");
     using client = await connect(ctx);
-    const wait = new ApiServerWait({ timeoutMs, flag: "--timeout" });
+    const wait = new ApiServerWait({ timeoutMs, flag: "--timeout", server: client.server });
     const deadline = Date.now() + timeoutMs;
     const objects = installObjects(ctx.def, operatorNamespace(ctx));
     // Nothing is written unless every object would be accepted.

@@ -558,6 +558,7 @@ once the caches have synced (standbys included).`,
     const startup = new ApiServerWait({
       timeoutMs: settings.startupTimeoutMs,
       flag: "--startup-timeout",
+      server: client.server,
       signal: AbortSignal.any([stop.signal, endpointsFailed.signal]),
       onWaiting: (waiting) => {
         if (waiting) serveEndpoints().catch((err) => endpointsFailed.abort(err));
