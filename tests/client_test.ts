@@ -24,7 +24,13 @@ import {
   Service,
   ServiceAccount,
 } from "../src/core/kinds.ts";
-import { DaemonSet, Deployment, Job, ReplicaSet, StatefulSet } from "../src/core/kinds_workloads.ts";
+import {
+  DaemonSet,
+  Deployment,
+  Job,
+  ReplicaSet,
+  StatefulSet,
+} from "../src/core/kinds_workloads.ts";
 import {
   ClusterRole,
   ClusterRoleBinding,

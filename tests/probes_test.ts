@@ -8,7 +8,12 @@ import parsePrometheus from "npm:parse-prometheus-text-format@1.1.1";
 import { startControlPlane } from "../testing.ts";
 import { createClient, type RequestMetric } from "../src/client/client.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
-import { HealthChecks, informersSynced, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
+import {
+  HealthChecks,
+  informersSynced,
+  serveProbes,
+  watchesNotStalled,
+} from "../src/runtime/manager/health.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Registry, serveMetrics } from "../src/metrics/registry.ts";
