@@ -465,28 +465,35 @@ export class ShardCoordinator {
     const release = [...this.#held].filter((i) => desired[i] !== this.identity);
     if (release.length) await this.#release(release);
     if (this.#stopping || this.#lost) return;
-    const gained = new Set<number>();
+    // Fence each silent holder once, then take every wanted shard at once, so that the
+    // informers list the new shards together.
+    const fenced = new Map<string, Promise<boolean>>();
+    const wanted: number[] = [];
     for (let i = 0; i < this.count; i++) {
       if (desired[i] !== this.identity || this.#held.has(i)) continue;
       const holder = holders[i];
       if (holder && holder !== this.identity && live.has(holder)) continue; // it will release
-      if (holder && holder !== this.identity) {
-        const fenced = await this.#membership.fence(holder, memberLeases.get(holder));
-        if (!fenced) continue;
+      if (holder && holder !== this.identity && !fenced.has(holder)) {
+        fenced.set(holder, this.#membership.fence(holder, memberLeases.get(holder)));
       }
-      if (await this.#take(i, shardLeases[i])) {
-        gained.add(i);
-        const kind = holder && holder !== this.identity ? "took-over" : "acquired";
-        this.#o.metrics?.handoff?.(kind, i);
-        if (kind === "took-over") {
-          log.warn("Took over shard {shard} from {holder}, which stopped renewing", {
-            shard: i,
-            holder,
-          });
-        }
-      }
-      if (this.#stopping || this.#lost) return;
+      wanted.push(i);
     }
+    const gained = new Set<number>();
+    await Promise.all(wanted.map(async (i) => {
+      const holder = holders[i];
+      const other = holder && holder !== this.identity ? holder : undefined;
+      if (other && !(await fenced.get(other))) return;
+      if (this.#stopping || this.#lost || !(await this.#take(i, shardLeases[i]))) return;
+      gained.add(i);
+      this.#o.metrics?.handoff?.(other ? "took-over" : "acquired", i);
+      if (other) {
+        log.warn("Took over shard {shard} from {holder}, which stopped renewing", {
+          shard: i,
+          holder: other,
+        });
+      }
+    }));
+    if (this.#stopping || this.#lost) return;
     if (gained.size) this.#setActive(new Set([...this.#active, ...gained]));
   }
 
@@ -549,17 +556,16 @@ export class ShardCoordinator {
     const started = this.#clock.now();
     await this.#o.drain?.((obj) => set.has(this.shardOf(obj)));
     const drainSeconds = (this.#clock.now() - started) / 1000;
-    for (const i of shards) {
-      if (this.#lost) return;
-      if (await this.#free(i)) {
-        this.#held.delete(i);
-        this.#o.metrics?.handoff?.("released", i, drainSeconds);
-        log.info("Released shard {shard} after draining for {ms} ms", {
-          shard: i,
-          ms: Math.round(drainSeconds * 1000),
-        });
-      }
-    }
+    if (this.#lost) return;
+    await Promise.all(shards.map(async (i) => {
+      if (!(await this.#free(i))) return;
+      this.#held.delete(i);
+      this.#o.metrics?.handoff?.("released", i, drainSeconds);
+      log.info("Released shard {shard} after draining for {ms} ms", {
+        shard: i,
+        ms: Math.round(drainSeconds * 1000),
+      });
+    }));
   }
 
   /** Writes an empty holder to a shard Lease this replica holds. */
