@@ -196,6 +196,10 @@ export interface CronJobControllerOptions {
  */
 export function cronJobController(options: CronJobControllerOptions = {}) {
   const now = options.now ?? Date.now;
+  // Jobs this controller created that its cache has not shown yet, by CronJob key: they count
+  // as active, so a reconcile that runs before the cache catches up does not start a second
+  // Job under Forbid (kube-controller-manager keeps "expectations" for the same reason).
+  const created = new Map<string, Job[]>();
   return reconcile(CronJob, {
     // Jobs are cached with an index on their controller owner.
     owns: [{ resource: Job, indexes: { byOwner: jobOwner } }],
@@ -205,6 +209,13 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         index: { byOwner: ctx.key },
       });
       const active: Job[] = [], successful: Job[] = [], failed: Job[] = [];
+      // A created Job the cache has not shown within a minute was deleted by someone else.
+      const unseen = (created.get(ctx.key) ?? []).filter((c) =>
+        !jobs.some((j) => j.metadata.name === c.metadata.name) &&
+        Date.now() - Date.parse(c.metadata.creationTimestamp ?? "") < 60_000
+      );
+      if (unseen.length) created.set(ctx.key, unseen);
+      else created.delete(ctx.key);
       for (const job of jobs) {
         const state = finished(job);
         (state === "Complete" ? successful : state === "Failed" ? failed : active).push(job);
@@ -263,7 +274,7 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         });
         return untilNext;
       }
-      if (cron.spec.concurrencyPolicy === "Forbid" && active.length) {
+      if (cron.spec.concurrencyPolicy === "Forbid" && (active.length || unseen.length)) {
         ctx.log.info(
           "CronJob {key} skips its run at {at}: a Job is still active (concurrencyPolicy Forbid)",
           { key: ctx.key, at: at(missed) },
@@ -271,9 +282,12 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         return untilNext;
       }
       if (cron.spec.concurrencyPolicy === "Replace") {
-        for (const job of active) await deleteJob(job, "replaced (concurrencyPolicy Replace)");
+        for (const job of [...active, ...unseen]) {
+          await deleteJob(job, "replaced (concurrencyPolicy Replace)");
+        }
       }
       const job = await ctx.apply(Job, jobFor(cron, missed));
+      created.set(ctx.key, [...(created.get(ctx.key) ?? []), job]);
       ctx.events.normal(cron, "SuccessfulCreate", `Created job ${job.metadata.name}`);
       ctx.log.info("CronJob {key} created Job {job} for {at}", {
         key: ctx.key,
@@ -284,6 +298,11 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
 
       async function deleteJob(job: Job, why: string) {
         try {
+          const rest = (created.get(ctx.key) ?? []).filter((c) =>
+            c.metadata.name !== job.metadata.name
+          );
+          if (rest.length) created.set(ctx.key, rest);
+          else created.delete(ctx.key);
           await ctx.client.delete(Job, job.metadata.name!, {
             namespace: job.metadata.namespace,
             propagationPolicy: "Background",
