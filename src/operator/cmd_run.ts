@@ -2,7 +2,8 @@
  * `run` (the default command): connects, checks that every controller's kind is served and
  * readable, then runs the controllers in a manager until SIGINT or SIGTERM, and stops
  * gracefully (in-flight reconciles finish; exit code 0). A second signal exits at once with
- * code 1.
+ * code 1; one within a second of the first is its echo (`deno task` forwards a terminal's
+ * Ctrl-C, which also reaches the process directly) and is ignored, even after `run` returned.
  *
  * Start-up (see `_startup.ts`) waits out an API server that is unreachable or not ready yet,
  * with back-off, while `/healthz` passes and `/readyz` fails, up to `--startup-timeout`
@@ -442,7 +443,7 @@ once the caches have synced (standbys included).`,
     const onSignal = () => {
       // `deno task` forwards the terminal's Ctrl-C, so one keypress can arrive twice within
       // milliseconds; only a signal sent later means "stop waiting".
-      if (signals > 0 && Date.now() - firstSignalAt < 1_000) return;
+      if (signals > 0 && Date.now() - firstSignalAt < ECHO_WINDOW_MS) return;
       firstSignalAt ||= Date.now();
       if (++signals > 1) {
         ctx.err(`${ctx.def.name}: Second signal received; exiting without waiting`);
@@ -628,9 +629,29 @@ once the caches have synced (standbys included).`,
       await webhooks?.close().catch(() => {});
       served.abort();
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
+      // The echo of the Ctrl-C that stopped us (`deno task` forwards its copy) may land after
+      // the listeners are gone, while the caller still cleans up (`deno task dev` stops its
+      // control plane): without a listener it would kill the process with code 130.
+      if (signals > 0) swallowEchoes(sigs, firstSignalAt + ECHO_WINDOW_MS);
     }
   },
 };
+
+/** How long after a stopping signal another one counts as its echo, not a new request. */
+const ECHO_WINDOW_MS = 1_000;
+
+/**
+ * Ignores `sigs` until `until` (epoch ms), then restores their default action. The timer does
+ * not keep the process alive.
+ */
+function swallowEchoes(sigs: Deno.Signal[], until: number): void {
+  const ignore = () => {};
+  for (const s of sigs) Deno.addSignalListener(s, ignore);
+  const timer = setTimeout(() => {
+    for (const s of sigs) Deno.removeSignalListener(s, ignore);
+  }, Math.max(0, until - Date.now()));
+  Deno.unrefTimer(timer);
+}
 
 /** Webhooks from `admission()` are served by the operator; others only add manifests. */
 function isAdmission(w: OperatorWebhook): w is Admission {
