@@ -28,9 +28,11 @@ import {
   operator,
   reconcile,
   requeue,
+  setControllerReference,
   TerminalError,
   z,
 } from "../mod.ts";
+import { isAlreadyExists } from "../client.ts";
 import { objectKey } from "../core.ts";
 
 /** The annotation each Job carries: the time it was scheduled for (RFC 3339). */
@@ -286,7 +288,26 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
           await deleteJob(job, "replaced (concurrencyPolicy Replace)");
         }
       }
-      const job = await ctx.apply(Job, jobFor(cron, missed));
+      // Created, not applied (as the tutorial does): a run whose Job exists already — an
+      // earlier try created it and its answer was lost — is not created or announced twice.
+      const template = jobFor(cron, missed);
+      const namespace = cron.metadata.namespace;
+      const desired = {
+        apiVersion: Job.apiVersion,
+        kind: Job.kind,
+        ...template,
+        metadata: { ...template.metadata, namespace },
+      } as Job;
+      setControllerReference(cron, desired);
+      let job: Job;
+      try {
+        job = await ctx.client.create(Job, desired);
+      } catch (e) {
+        if (!isAlreadyExists(e)) throw e;
+        job = await ctx.client.get(Job, template.metadata.name, { namespace });
+        created.set(ctx.key, [...(created.get(ctx.key) ?? []), job]);
+        return untilNext;
+      }
       created.set(ctx.key, [...(created.get(ctx.key) ?? []), job]);
       ctx.events.normal(cron, "SuccessfulCreate", `Created job ${job.metadata.name}`);
       ctx.log.info("CronJob {key} created Job {job} for {at}", {

@@ -172,18 +172,44 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
 
     await t.step("Forbid skips a run while a Job is active", async () => {
       await client.create(CronJob, cronJob("forbid", { concurrencyPolicy: "Forbid" }, "1h"));
-      await waitFor(async () => {
-        const c = await client.get(CronJob, "forbid", { namespace: NS });
-        return c.status?.active?.length === 1;
-      }, { timeoutMs: 60_000, what: "forbid's first Job to be active" });
-      const skips = /CronJob "?default\/forbid"? skips its run/;
-      await waitFor(() => logLines(skips).length >= 2, {
-        timeoutMs: 60_000,
-        what: "two runs of forbid to be skipped",
-      });
-      const jobs = await jobsOf("forbid");
-      assert.equal(jobs.length, 1, "no second Job while the first is active");
-      assert.equal(await created("forbid"), 1);
+      try {
+        await waitFor(async () => {
+          const c = await client.get(CronJob, "forbid", { namespace: NS });
+          return c.status?.active?.length === 1;
+        }, { timeoutMs: 60_000, what: "forbid's first Job to be active" });
+        const skips = /CronJob "?default\/forbid"? skips its run/;
+        await waitFor(() => logLines(skips).length >= 2, {
+          timeoutMs: 60_000,
+          what: "two runs of forbid to be skipped",
+        });
+        const jobs = await jobsOf("forbid");
+        assert.equal(jobs.length, 1, "no second Job while the first is active");
+        assert.equal(await created("forbid"), 1);
+      } catch (err) {
+        // What the operator saw and did, to tell a cache that lost a Job from a Job that
+        // finished or a create that was repeated.
+        const jobs = (await jobsOf("forbid")).map((j) => ({
+          name: j.metadata.name,
+          created: j.metadata.creationTimestamp,
+          uid: j.metadata.uid,
+          deleting: j.metadata.deletionTimestamp,
+          status: j.status,
+        }));
+        const events = (await client.list(Event, { namespace: NS })).items
+          .filter((e) => e.involvedObject?.name?.startsWith("forbid"))
+          .map((e) =>
+            `${
+              e.lastTimestamp ?? e.eventTime
+            } ${e.involvedObject?.kind}/${e.involvedObject?.name} ${e.reason} x${
+              (e as { count?: number }).count ?? 1
+            }: ${e.message}`
+          );
+        console.log(
+          `forbid: Jobs ${JSON.stringify(jobs, null, 1)}\nEvents:\n${events.join("\n")}\n` +
+            `operator log:\n${logLines(/forbid|Job|watch|[Ee]rror/).slice(-80).join("\n")}`,
+        );
+        throw err;
+      }
     });
 
     await t.step("Replace replaces the active Job", async () => {
