@@ -13,6 +13,9 @@ import type { KubeObject } from "../src/core/object.ts";
 import { type Clock, realClock } from "../src/util/clock.ts";
 import { toYaml } from "../src/util/yaml.ts";
 import { waitFor } from "./_helpers.ts";
+import { operatorPermissions } from "../src/tool/compile.ts";
+
+const WHOAMI = new URL("./fixtures/whoami.ts", import.meta.url).pathname;
 
 interface SelfSubjectReview extends KubeObject {
   status?: { userInfo?: { username?: string; groups?: string[] } };
@@ -189,6 +192,49 @@ printf '"status":{"token":"%s","expirationTimestamp":"%s"}}' "$token" "$(cat "${
     assert.equal(await whoamiWith(client), "static-user");
     assert.equal(await count(), 3, "run again once expired");
   });
+
+  await t.step(
+    "an exec plugin in a binary's permissions: --allow-run=<plugin> grants it",
+    async () => {
+      const script = `${dir}/exec-static.sh`;
+      await Deno.writeTextFile(
+        script,
+        `#!/bin/sh
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+printf '"status":{"token":"${STATIC_TOKEN}"}}'
+`,
+      );
+      await Deno.chmod(script, 0o755);
+      const path = await kubeconfig({
+        exec: { apiVersion: "client.authentication.k8s.io/v1", command: script },
+      });
+      // What `kubeno compile` gives the binary, with and without `--allow-run=<plugin>`.
+      const whoamiAs = async (run: string[]) => {
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "--quiet",
+            ...operatorPermissions({ kubeconfigPaths: [dir], run }),
+            WHOAMI,
+            path,
+          ],
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const dec = new TextDecoder();
+        return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+      };
+      const granted = await whoamiAs([script]);
+      assert.equal(granted.code, 0, granted.stderr);
+      assert.equal(granted.stdout.trim(), "static-user");
+      const refused = await whoamiAs([]);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stdout, "");
+      const lines = refused.stderr.trimEnd().split("\n");
+      assert.equal(lines.length, 1, refused.stderr);
+      assert.match(lines[0], new RegExp(`--allow-run=${script}.*kubeno compile --allow-run=`));
+    },
+  );
 
   await t.step("an auth provider (oidc) goes through client-node", async () => {
     const idToken = await serviceAccountToken("oidc-user");

@@ -229,6 +229,14 @@ Deno.test("compile: --dry-run shows operatorPermissions(); without denort one li
     dry.stdout.trim(),
     ["deno compile", ...perms, "--output /tmp/op", FIXTURE].join(" "),
   );
+  const withRun = ok(
+    await kubeno(["compile", FIXTURE, "-o", "/tmp/op", "--dry-run", "--allow-run=aws,kubelogin"], {
+      env,
+    }),
+    "compile --dry-run --allow-run",
+  );
+  assert.ok(withRun.stdout.includes(" --allow-run=aws,kubelogin "), withRun.stdout);
+  assert.ok(!dry.stdout.includes("--allow-run"), "no command may run unless asked for");
   assert.match(usageError(await kubeno(["compile", "missing.ts"])), /"missing.ts" is not a file/);
 
   await using tmp = await tempDir();

@@ -82,7 +82,10 @@ export async function runExecPlugin(
       throw new Error(`exec plugin "${command}" not found${hint ? `: ${hint}` : ""}`);
     }
     if (e instanceof Deno.errors.NotCapable) {
-      throw new Error(`this program may not run exec plugin "${command}"; grant --allow-run`);
+      throw new Error(
+        `this program may not run the exec credential plugin "${command}" its kubeconfig names; ` +
+          `run it with --allow-run=${command} (a binary: kubeno compile --allow-run=${command})`,
+      );
     }
     throw new Error(`cannot run exec plugin "${command}": ${oneLine(e)}`);
   }

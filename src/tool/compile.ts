@@ -17,6 +17,9 @@
  *   package that `@kubernetes/client-node` loads enumerates the whole environment, which a
  *   list of names does not permit.
  * - `--allow-sys=hostname`: the leader-election identity.
+ * - `--allow-run`: nothing by default. A kubeconfig whose user authenticates with an exec
+ *   credential plugin (`aws eks get-token`, `gke-gcloud-auth-plugin`, `kubelogin`) needs it
+ *   for that command: `kubeno compile --allow-run=aws`. In a cluster no plugin runs.
  *
  * `deno compile` downloads its runtime (denort) unless `DENORT_BIN` names one; without
  * network access that fails, and this command says so in one line (exit 1).
@@ -64,6 +67,11 @@ export interface OperatorPermissionsOptions {
    * @default "/tmp"
    */
   tmpDir?: string;
+  /**
+   * Commands it may run: the exec credential plugins its kubeconfigs name. Empty runs none.
+   * @default []
+   */
+  run?: readonly string[];
 }
 
 /**
@@ -100,6 +108,7 @@ export function operatorPermissions(options: OperatorPermissionsOptions = {}): s
     `--allow-write=${tmp}`,
     "--allow-env",
     "--allow-sys=hostname",
+    ...(options.run?.length ? [`--allow-run=${unique(options.run).join(",")}`] : []),
   ];
 }
 
@@ -221,6 +230,12 @@ const FLAGS: readonly FlagSpec[] = [
     description: "Further kubeconfig (or certificate) files the binary may read",
   },
   {
+    name: "allow-run",
+    type: "string",
+    valueName: "CMD[,CMD]",
+    description: "Exec credential plugins the binary may run (e.g. aws, kubelogin)",
+  },
+  {
     name: "in-cluster",
     type: "boolean",
     description: "Read only the service-account files, not ~/.kube or KUBECONFIG",
@@ -271,6 +286,7 @@ ${formatFlags(FLAGS)}`,
         ...(flags["in-cluster"] ? [] : localKubeconfigPaths()),
         ...parseList(str("allow-read")).map((p) => resolve(p)),
       ],
+      run: parseList(str("allow-run")),
     });
     const output = str("output") ?? basename(entry, extname(entry));
     const extraArgs = str("target") ? ["--target", str("target")!] : [];
