@@ -228,6 +228,38 @@ export class Transport {
   }
 
   /**
+   * Sends one request and reads the body of the 2xx response as text, undecoded.
+   *
+   * @throws {ApiError} For a non-2xx response.
+   * @throws {ConnectionError} When no complete response arrived.
+   */
+  async text(spec: RequestSpec): Promise<string> {
+    const res = await this.send(spec);
+    try {
+      return await res.text();
+    } catch (e) {
+      throw this.#networkError(spec, e, undefined, null);
+    }
+  }
+
+  /**
+   * Parses a body read by {@linkcode Transport.text}.
+   *
+   * @throws {ConnectionError} When it is not JSON.
+   */
+  parse<R>(spec: RequestSpec, text: string): R {
+    try {
+      return JSON.parse(text) as R;
+    } catch (e) {
+      throw new ConnectionError(
+        this.server,
+        spec.target.verb,
+        new Error(`invalid JSON in the response: ${(e as Error).message}`),
+      );
+    }
+  }
+
+  /**
    * Turns a failure while reading a response body (e.g. a watch stream) into the error to
    * throw: the signal's reason when it aborted, otherwise a `ConnectionError`.
    *

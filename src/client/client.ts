@@ -25,6 +25,7 @@ import type {
   DeleteOptions,
   JsonPatchOperation,
   ListOptions,
+  ListPage,
   MergePatch,
   ObjectList,
   ObjectOptions,
@@ -35,7 +36,39 @@ import type {
 } from "./types.ts";
 
 // The watch layer's contract types, also importable from here.
-export type { ObjectList, RawWatchEvent, Status };
+export type { ListPage, ObjectList, RawWatchEvent, Status };
+
+/**
+ * The `metadata` object at the head of a list body — the API server writes `kind`,
+ * `apiVersion`, `metadata`, then `items` — without parsing the items; `undefined` when the
+ * body does not begin that way.
+ */
+export function peekListMetadata(text: string): ObjectList<unknown>["metadata"] | undefined {
+  const head = text.slice(0, 8192);
+  const at = head.indexOf('"metadata":');
+  const items = head.indexOf('"items":');
+  if (at < 0 || (items >= 0 && items < at)) return undefined;
+  const start = at + '"metadata":'.length;
+  if (head[start] !== "{") return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < head.length; i++) {
+    const c = head[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{") depth++;
+    else if (c === "}" && --depth === 0) {
+      try {
+        return JSON.parse(head.slice(start, i + 1));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
 export type { RequestMetric };
 
 /** Options of {@link createClient}. */
@@ -180,6 +213,24 @@ export class Client implements Disposable {
     res: Resource<T>,
     options: ListOptions = {},
   ): Promise<ObjectList<T>> {
+    return (await this.listPage(res, options)).decode();
+  }
+
+  /**
+   * Lists one page of objects and reads it, leaving the items undecoded: the page's list
+   * metadata (its `continue` token) is known before they are, so that the next page can be
+   * requested while this one is decoded — what `watch()` does while it syncs.
+   *
+   * @param res The resource.
+   * @param options As for {@link Client.list}.
+   * @returns The page, read.
+   * @throws {ApiError} E.g. `isForbidden(err)`, or `isGone(err)` for an expired continue token.
+   * @throws {ConnectionError} When the server cannot be reached.
+   */
+  async listPage<T extends KubeObject>(
+    res: Resource<T>,
+    options: ListOptions = {},
+  ): Promise<ListPage<T>> {
     const path = resourcePath(res, { namespace: options.namespace }) + queryString({
       labelSelector: options.labelSelector,
       fieldSelector: options.fieldSelector,
@@ -189,21 +240,28 @@ export class Client implements Disposable {
       resourceVersion: options.resourceVersion,
       resourceVersionMatch: options.resourceVersionMatch,
     });
-    const list = await this.#transport.json<ObjectList<T>>({
+    const spec: RequestSpec = {
       method: "GET",
       path,
       // A metadata-only view (`metadataOnly(Pod)`) asks for PartialObjectMetadataList.
       ...(isMetadataOnly(res) ? { accept: METADATA_LIST_ACCEPT } : {}),
       target: target(res, "list", { namespace: res.namespaced ? options.namespace : undefined }),
       signal: options.signal,
-    });
-    list.items ??= [];
-    list.metadata ??= {};
-    for (const item of list.items) {
-      item.apiVersion = res.apiVersion;
-      item.kind = res.kind;
-    }
-    return list;
+    };
+    const text = await this.#transport.text(spec);
+    return {
+      metadata: peekListMetadata(text),
+      decode: () => {
+        const list = this.#transport.parse<ObjectList<T>>(spec, text);
+        list.items ??= [];
+        list.metadata ??= {};
+        for (const item of list.items) {
+          item.apiVersion = res.apiVersion;
+          item.kind = res.kind;
+        }
+        return list;
+      },
+    };
   }
 
   /**

@@ -34,6 +34,18 @@ export interface ObjectList<T> {
   items: T[];
 }
 
+/** A page of a list, read from the server but not decoded yet (`Client.listPage`). */
+export interface ListPage<T> {
+  /**
+   * The page's list metadata (`continue`, `resourceVersion`), read from the head of the body
+   * without decoding the items; absent when the body does not begin with it, and then only
+   * `decode()` tells.
+   */
+  metadata: ObjectList<T>["metadata"] | undefined;
+  /** Decodes the page; each item gets `apiVersion` and `kind`. */
+  decode(): ObjectList<T>;
+}
+
 /** `ListMeta.shardInfo`: the shard selector a list response was filtered by. */
 export interface ShardInfo {
   /** The selector as the server understood it, e.g. `shardRange(object.metadata.uid, '0x…', '0x…')`. */

@@ -51,7 +51,7 @@
 import { getLogger } from "../../util/log.ts";
 import { ApiError } from "../../client/api_error.ts";
 import type { Client } from "../../client/client.ts";
-import type { ObjectList, RawWatchEvent, ShardInfo } from "../../client/types.ts";
+import type { ListPage, ObjectList, RawWatchEvent, ShardInfo } from "../../client/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
@@ -119,6 +119,14 @@ export interface WatchClient {
     resource: Resource<T>,
     options: WatchQuery & { limit?: number; continue?: string; signal?: AbortSignal },
   ): Promise<ObjectList<T>>;
+  /**
+   * One list request (one page), read but not decoded, so that the next page can be on its
+   * way while this one is decoded; `list` is used when absent.
+   */
+  listPage?<T extends KubeObject>(
+    resource: Resource<T>,
+    options: WatchQuery & { limit?: number; continue?: string; signal?: AbortSignal },
+  ): Promise<ListPage<T>>;
   /** One watch request: ends when the server closes it, throws on non-2xx. */
   watchEvents<T extends KubeObject>(
     resource: Resource<T>,
@@ -456,30 +464,46 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
     }
   }
 
-  /** Lists every page; restarts from the first page once when a `continue` token expires. */
+  /**
+   * Lists every page; restarts from the first page once when a `continue` token expires.
+   * Each page is read whole before the next is requested (one request open at a time), but
+   * decoded while the next one is on its way, when the client can read a page undecoded.
+   */
   async #list(
     client: WatchClient,
   ): Promise<{ items: T[]; resourceVersion: string; shardInfo?: ShardInfo }> {
     const { namespace, labelSelector, fieldSelector, shardSelector } = this.#opts;
     const limit = this.#opts.pageSize ?? 2000;
+    const fetchPage = (cont: string | undefined): InFlight<ListPage<T>> => {
+      this.#stats.listRequests++;
+      const cancel = new AbortController();
+      const options = {
+        namespace,
+        labelSelector,
+        fieldSelector,
+        shardSelector,
+        limit: limit > 0 ? limit : undefined,
+        continue: cont,
+      };
+      const page = this.#request(
+        (signal) =>
+          client.listPage
+            ? client.listPage(this.#res, { ...options, signal })
+            : client.list(this.#res, { ...options, signal }).then(decoded),
+        cancel.signal,
+      );
+      // Awaited below, or cancelled and settled when decoding the page before it failed.
+      page.catch(() => {});
+      return { page, cancel: () => (cancel.abort(CLOSED), page.then(() => {}, () => {})) };
+    };
     const items: T[] = [];
     let cont: string | undefined;
     let restarted = false;
+    let next = fetchPage(undefined);
     for (;;) {
-      let page: ObjectList<T>;
+      let page: ListPage<T>;
       try {
-        this.#stats.listRequests++;
-        page = await this.#request((signal) =>
-          client.list(this.#res, {
-            namespace,
-            labelSelector,
-            fieldSelector,
-            shardSelector,
-            limit: limit > 0 ? limit : undefined,
-            continue: cont,
-            signal,
-          })
-        );
+        page = await next.page;
       } catch (err) {
         if (cont === undefined || restarted || !isExpired(err)) throw err;
         log.info("List continue token of {what} expired; listing again from the first page", {
@@ -488,32 +512,45 @@ export class WatchStream<T extends KubeObject> implements AsyncIterable<WatchEve
         restarted = true;
         cont = undefined;
         items.length = 0;
+        next = fetchPage(undefined);
         continue;
       }
-      for (const obj of page.items) {
+      let list = page.metadata ? undefined : page.decode();
+      const meta = page.metadata ?? list!.metadata;
+      cont = meta.continue || undefined;
+      if (cont) next = fetchPage(cont);
+      try {
+        list ??= page.decode();
+      } catch (err) {
+        if (cont) await next.cancel();
+        throw err;
+      }
+      for (const obj of list.items) {
         // List items carry no apiVersion/kind; watch events do. Make them alike.
         obj.apiVersion ??= this.#res.apiVersion;
         obj.kind ??= this.#res.kind;
         items.push(obj);
       }
-      cont = page.metadata.continue || undefined;
       if (!cont) {
-        const { resourceVersion, shardInfo } = page.metadata;
+        const { resourceVersion, shardInfo } = list.metadata;
         return { items, resourceVersion: resourceVersion ?? "", shardInfo };
       }
     }
   }
 
-  /** One request under the watchdog, aborted by the outer signal. */
-  async #request<R>(send: (signal: AbortSignal) => Promise<R>): Promise<R> {
+  /** One request under the watchdog, aborted by the outer signal or `cancel`. */
+  async #request<R>(send: (signal: AbortSignal) => Promise<R>, cancel?: AbortSignal): Promise<R> {
     const ctl = new AbortController();
     const stop = this.#open(ctl);
+    const onCancel = () => ctl.abort(cancel!.reason);
+    cancel?.addEventListener("abort", onCancel, { once: true });
     const dog = new Watchdog(this.#clock, this.#stallMs(), () => ctl.abort(STALLED));
     try {
       return await abortable(send(ctl.signal), ctl.signal);
     } catch (err) {
       throw dog.fired ? this.#stalled("list") : err;
     } finally {
+      cancel?.removeEventListener("abort", onCancel);
       dog.stop();
       stop();
     }
@@ -731,4 +768,15 @@ export function watch<T extends KubeObject>(
   options: WatchOptions = {},
 ): WatchStream<T> {
   return new WatchStream(resource, options);
+}
+
+/** A request on its way, and how to call it off (settles once it has). */
+interface InFlight<R> {
+  page: Promise<R>;
+  cancel(): Promise<void>;
+}
+
+/** A page decoded already, as a {@linkcode ListPage}. */
+function decoded<T>(list: ObjectList<T>): ListPage<T> {
+  return { metadata: list.metadata, decode: () => list };
 }
