@@ -32,6 +32,7 @@ export type {
   DeleteOptions,
   JsonPatchOperation,
   ListOptions,
+  ListPage,
   MergePatch,
   ObjectList,
   ObjectOptions,
