@@ -19,6 +19,8 @@ const { values: args } = parseArgs({
     kubeconfig: { type: "string" },
     namespace: { type: "string", default: "default" },
     metadata: { type: "boolean", default: false },
+    // "list" (paged, kubeno's default) or "watchList" (KEP-3157 streaming).
+    "initial-sync": { type: "string", default: "list" },
   },
 });
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
@@ -36,9 +38,10 @@ function memory(): { rssKiB: number; heapBytes: number } {
 
 const client = await createClient({ kubeconfig: args.kubeconfig });
 const before = memory();
+const initialSync = args["initial-sync"] as "list" | "watchList";
 const cms = args.metadata
-  ? informer(metadataOnly(ConfigMap), { client, namespace: args.namespace })
-  : informer(ConfigMap, { client, namespace: args.namespace });
+  ? informer(metadataOnly(ConfigMap), { client, namespace: args.namespace, initialSync })
+  : informer(ConfigMap, { client, namespace: args.namespace, initialSync });
 const start = performance.now();
 cms.start();
 await cms.synced();
