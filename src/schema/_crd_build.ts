@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { isDnsSubdomain } from "../util/names.ts";
+import { isDns1035Label, isDnsSubdomain } from "../util/names.ts";
 import type {
   CustomResourceDefinitionNames,
   PrinterColumn,
@@ -14,7 +14,6 @@ import type { JSONSchemaProps, ValidationRule } from "../core/crd.ts";
 import { toRules } from "./_schema_walk.ts";
 import type { Resource } from "../core/resource.ts";
 
-const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
 const COLUMN_TYPES = ["string", "integer", "number", "boolean", "date"];
@@ -73,7 +72,7 @@ export function checkNames(
   if (!KIND.test(names.listKind)) fail(`listKind "${names.listKind}" must be UpperCamelCase`);
   if (names.listKind === names.kind) fail(`listKind "${names.listKind}" must differ from the kind`);
   const label = (what: string, value: string) => {
-    if (!DNS1035_LABEL.test(value) || value.length > 63) {
+    if (!isDns1035Label(value)) {
       fail(
         `${what} "${value}" must be a lower-case DNS-1035 label (letters, digits, "-"), like "myapps"`,
       );

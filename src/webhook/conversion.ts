@@ -19,6 +19,7 @@
  * @module
  */
 import { getLogger } from "../util/log.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 import type { KubeObject } from "../core/object.ts";
 import { readBody } from "./handler.ts";
 
@@ -96,6 +97,11 @@ export interface ConversionHandlerOptions {
    * @default 30000
    */
   requestTimeoutMs?: number;
+  /**
+   * The clock the body deadline runs on.
+   * @default realClock
+   */
+  clock?: Clock;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -152,6 +158,7 @@ export function conversionHandler(
 ): (req: Request) => Promise<Response> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
   const maxMs = options.requestTimeoutMs ?? 30_000;
+  const clock = options.clock ?? realClock;
   const byKind = new Map<string, ConvertibleResource>();
   for (const r of resources) {
     const key = `${r.kind}.${r.group}`;
@@ -184,12 +191,12 @@ export function conversionHandler(
       );
     }
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), maxMs);
+    const timer = clock.setTimeout(() => deadline.abort(), maxMs);
     let body: Awaited<ReturnType<typeof readBody>>;
     try {
       body = await readBody(req, maxBody, deadline.signal);
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
     if (typeof body === "number") {
       const why = {

@@ -18,6 +18,7 @@
  * @module
  */
 import { getLogger } from "../util/log.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 import { parseGoDuration } from "../util/duration.ts";
 import type { Admission } from "./admission.ts";
 import {
@@ -42,6 +43,11 @@ export interface AdmissionHandlerOptions {
    * @default 30000
    */
   requestTimeoutMs?: number;
+  /**
+   * The clock the request deadline runs on.
+   * @default realClock
+   */
+  clock?: Clock;
 }
 
 /** The default body limit: 7 MiB, controller-runtime's. */
@@ -93,6 +99,7 @@ export function admissionHandler(
 ): (req: Request) => Promise<Response> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxMs = options.requestTimeoutMs ?? 30_000;
+  const clock = options.clock ?? realClock;
   const routes = new Map<string, Route>();
   const add = (path: string, route: Route) => {
     if (routes.has(path)) throw new TypeError(`Cannot serve two webhooks on path "${path}"`);
@@ -132,14 +139,14 @@ export function admissionHandler(
     // until such a signal fires once it has listeners, which delayed every exit after an
     // admission request by up to the API server's timeout.
     const deadline = new AbortController();
-    const timer = setTimeout(
+    const timer = clock.setTimeout(
       () => deadline.abort(new DOMException("Webhook deadline passed", "TimeoutError")),
       timeoutMs,
     );
     try {
       return await answer(req, url, route, timeoutMs, deadline.signal);
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
   }
 
