@@ -354,6 +354,10 @@ rules:
       for (const a of [...counts.admittedTooBig, ...over]) {
         problems.push(`admitted more than ${MAX_REPLICAS} replicas: ${a}`);
       }
+      // Refusals while the webhook was away prove nothing about the limit: some must be its own.
+      if (!counts.refusedByWebhook) {
+        problems.push(`no replicas > ${MAX_REPLICAS} attempt was denied by the webhook itself`);
+      }
       measure(
         `replicas > ${MAX_REPLICAS}: ${counts.tooBigAttempts} attempts (create and patch), ${counts.refusedByWebhook} denied by the webhook, ${counts.refusedUnavailable} refused while the webhook or the API server was away (failurePolicy Fail, or no API server), ${counts.admittedTooBig.length} admitted; ${over.length} stored`,
       );
@@ -379,6 +383,13 @@ rules:
       );
       if (leaders.overlapping) {
         problems.push(`two leaders wrote in the same window: ${leaders.examples.join("; ")}`);
+      }
+      // The leader was SIGKILLed, so the audit log must show writes in two epochs at least;
+      // fewer means the check above saw nothing to compare.
+      if (!leaders.writes || leaders.epochs < 2) {
+        problems.push(
+          `the audit log shows ${leaders.writes} replica writes in ${leaders.epochs} leader epochs (expected writes in 2 or more)`,
+        );
       }
     },
     async close() {

@@ -5,25 +5,33 @@
 // the other way: a local run after the in-cluster deploy, a local run killed with SIGKILL
 // (repaired by `install`), and a local run with nothing registered before it.
 //
-// One control plane for the file; the operator runs with its default ports (8080, 8081,
-// 9443), because the user's command passes no other flag.
+// The commands are the README's and the example header's, typed in the checkout: the
+// control plane is "the current cluster" through KUBECONFIG, as it is for a kubectl user,
+// and `run` gets only `--kubeconfig`. One control plane for the file; the operator runs with
+// its default ports (8080, 8081, 9443), because the user's command passes no other flag.
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
 import { waitFor } from "./_helpers.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
+const ROOT = new URL("..", import.meta.url).pathname;
 const NAME = "myapp-operator";
 const SAVED = "kubeno.dev/saved-by-local-run";
 
-/** The user's environment, minus anything that would tell the program it is in a cluster. */
+/**
+ * The user's shell: in the checkout, with `deno` and the control plane's `kubectl` on PATH,
+ * KUBECONFIG naming the cluster as kubectl users have it (the current cluster), and nothing
+ * that would tell the program it is in a cluster.
+ */
+const user = { kubeconfig: "", binDir: "" };
 function userEnv(): Record<string, string> {
   const env = Deno.env.toObject();
   for (const k of ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "POD_NAMESPACE"]) {
     delete env[k];
   }
-  for (const k of ["WATCH_NAMESPACE", "KUBECONFIG"]) delete env[k];
-  return { ...env, NO_COLOR: "1" };
+  delete env.WATCH_NAMESPACE;
+  const path = [user.binDir, dirname(Deno.execPath()), env.PATH].filter(Boolean).join(":");
+  return { ...env, KUBECONFIG: user.kubeconfig, PATH: path, NO_COLOR: "1" };
 }
 
 interface Output {
@@ -35,6 +43,7 @@ interface Output {
 async function sh(script: string): Promise<Output> {
   const out = await new Deno.Command("bash", {
     args: ["-o", "pipefail", "-c", script],
+    cwd: ROOT,
     env: userEnv(),
     stdin: "null",
     stdout: "piped",
@@ -52,7 +61,8 @@ class LocalRun {
 
   constructor(args: string[]) {
     this.#proc = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", EXAMPLE, ...args],
+      args: ["run", "-A", "examples/myapp.ts", ...args],
+      cwd: ROOT,
       env: userEnv(),
       stdin: "null",
       stdout: "piped",
@@ -87,8 +97,9 @@ class LocalRun {
 Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 refused, Ctrl-C, manifests | kubectl apply", async (t) => {
   await using cp = await startControlPlane({ workloads: true });
   const kcfg = cp.kubeconfigPath;
-  const kubectl = cp.binary("kubectl");
-  const k = (args: string) => sh(`"${kubectl}" --kubeconfig "${kcfg}" ${args}`);
+  user.kubeconfig = kcfg;
+  user.binDir = dirname(cp.binary("kubectl"));
+  const k = (args: string) => sh(`kubectl ${args}`);
   const configuration = async (kind: "validating" | "mutating") => {
     const r = await k(`get ${kind}webhookconfiguration ${NAME} -o json`);
     return r.code === 0 ? JSON.parse(r.stdout) : undefined;
@@ -99,7 +110,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
   };
 
   await t.step("install", async () => {
-    const r = await sh(`deno run -A "${EXAMPLE}" install --kubeconfig "${kcfg}"`);
+    const r = await sh("deno run -A examples/myapp.ts install");
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /validatingwebhookconfiguration\.admissionregistration\.k8s\.io/);
   });
@@ -124,7 +135,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
 
     await t.step("kubectl apply of the sample is admitted and becomes Running", async () => {
       await waitFor(async () => {
-        const r = await k(`apply -f "${SAMPLE}"`);
+        const r = await sh("kubectl apply -f examples/myapp-sample.yaml");
         if (r.code !== 0) throw new Error(r.stderr.trim());
         return true;
       }, { timeoutMs: 60_000, intervalMs: 250, what: "kubectl apply of the sample" });
@@ -161,7 +172,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
 
   await t.step("manifests | kubectl apply -f - deploys it", async () => {
     const r = await sh(
-      `deno run -A "${EXAMPLE}" manifests | "${kubectl}" --kubeconfig "${kcfg}" apply -f -`,
+      "deno run -A examples/myapp.ts manifests | kubectl apply -f -",
     );
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /deployment\.apps\/myapp-operator created/);
@@ -196,7 +207,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
     assert.deepEqual(after.webhooks, before.webhooks, "the deployed entries are back as they were");
     assert.deepEqual(after.metadata.annotations, before.metadata.annotations);
     const r = await sh(
-      `deno run -A "${EXAMPLE}" manifests | "${kubectl}" --kubeconfig "${kcfg}" apply -f -`,
+      "deno run -A examples/myapp.ts manifests | kubectl apply -f -",
     );
     assert.equal(r.code, 0, r.stderr);
   });
@@ -214,7 +225,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
     }
     const left = await configuration("mutating");
     assert.ok(left.webhooks[0].clientConfig.url, "the killed run left its URL registration");
-    const install = await sh(`deno run -A "${EXAMPLE}" install --kubeconfig "${kcfg}"`);
+    const install = await sh("deno run -A examples/myapp.ts install");
     assert.equal(install.code, 0, install.stderr);
     assert.match(
       install.stdout,
@@ -227,7 +238,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
       assert.equal(cfg.webhooks[0].clientConfig.service.name, `${NAME}-webhook`);
     }
     const r = await sh(
-      `deno run -A "${EXAMPLE}" manifests | "${kubectl}" --kubeconfig "${kcfg}" apply -f -`,
+      "deno run -A examples/myapp.ts manifests | kubectl apply -f -",
     );
     assert.equal(r.code, 0, r.stderr);
   });
