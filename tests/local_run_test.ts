@@ -3,7 +3,8 @@
 // `kubectl apply` of the sample until it is Running; the webhook refusing 101 replicas;
 // Ctrl-C; then deploying for real with `manifests | kubectl apply -f -`. Then the hand-off
 // the other way: a local run after the in-cluster deploy, a local run killed with SIGKILL
-// (repaired by `install`), and a local run with nothing registered before it.
+// (repaired by `install`), and a local run with nothing registered before it — these three
+// in the example header's form, `deno run -A examples/myapp.ts` with no command or flag.
 //
 // The commands are the README's and the example header's, typed in the checkout: the
 // control plane is "the current cluster" through KUBECONFIG, as it is for a kubectl user,
@@ -181,7 +182,8 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
 
   await t.step("a local run after the in-cluster deploy takes over and hands back", async () => {
     const before = await configuration("validating");
-    const again = new LocalRun(["run", "--kubeconfig", kcfg]);
+    // The example header's form: no command, no flag, the current kubeconfig.
+    const again = new LocalRun([]);
     try {
       await waitFor(async () => {
         const cfg = await configuration("validating");
@@ -213,7 +215,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
   });
 
   await t.step("a local run killed with SIGKILL is repaired by install", async () => {
-    const killed = new LocalRun(["run", "--kubeconfig", kcfg]);
+    const killed = new LocalRun([]);
     try {
       await waitFor(async () => (await configuration("mutating"))?.metadata.annotations?.[SAVED], {
         timeoutMs: 60_000,
@@ -250,7 +252,7 @@ Deno.test("day one: install, run with only --kubeconfig, sample Running, 101 ref
         const d = await k(`delete ${kind}webhookconfiguration ${NAME}`);
         assert.equal(d.code, 0, d.stderr);
       }
-      const fresh = new LocalRun(["run", "--kubeconfig", kcfg]);
+      const fresh = new LocalRun([]);
       try {
         await waitFor(() => configuration("validating"), {
           timeoutMs: 60_000,
