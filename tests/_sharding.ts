@@ -339,13 +339,17 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
   value = 2;
   let updated = 0;
   let killedAt = 0;
-  const moved = new Map<number, number>();
+  // Shard -> how long after the kill its Lease named another holder, and which.
+  const moved = new Map<number, { ms: number; to: string }>();
+  const others = new Set(before.filter((h) => h && h !== victimId));
   const watcher = (async () => {
     while (moved.size < victimShards.length) {
       if (killedAt) {
         const now = await holders(admin);
         for (const i of victimShards) {
-          if (!moved.has(i) && now[i] && now[i] !== victimId) moved.set(i, Date.now() - killedAt);
+          if (!moved.has(i) && now[i] && now[i] !== victimId) {
+            moved.set(i, { ms: Date.now() - killedAt, to: now[i] });
+          }
         }
       }
       await new Promise((r) => setTimeout(r, 50));
@@ -364,7 +368,8 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
     timeoutMs: 60_000,
   });
   await watcher;
-  const handoff = [...moved.values()];
+  const handoff = [...moved.values()].map((m) => m.ms);
+  const toOthers = [...moved.values()].filter((m) => others.has(m.to)).length;
   measure(
     `phase 2: r2 SIGKILLed mid-load; its shards ${victimShards.join(",")} moved ${
       Math.min(...handoff)
@@ -372,7 +377,9 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
       Math.max(...handoff)
     } ms after the kill (lease duration ${LEASE_MS} ms + retry period ${RETRY_MS} ms = ${
       LEASE_MS + RETRY_MS
-    } ms)`,
+    } ms), ${toOthers} to the replicas that were already running, ${
+      moved.size - toOthers
+    } to r2's restarted process`,
   );
   await waitFor(converged, {
     what: "every object converged after the kill",
@@ -433,6 +440,11 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
       const key = l.json!.key;
       if (typeof key !== "string") continue;
       const ts = Date.parse(l.json!.ts ?? l.json!["@timestamp"] ?? "");
+      // A line without a time would compare as NaN and hide an overlap.
+      if (Number.isNaN(ts)) {
+        problems.push(`a reconcile log line has no timestamp: ${JSON.stringify(l.json)}`);
+        continue;
+      }
       if (msg.startsWith("Reconciling ")) open.set(key, ts);
       else if (msg.startsWith("Reconciled ") && open.has(key)) {
         const list = intervals.get(key) ?? intervals.set(key, []).get(key)!;
@@ -457,6 +469,10 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
         }
       }
     }
+  }
+  // Every object was reconciled at least once in the logs, or the check compared nothing.
+  if (reconciles < n) {
+    problems.push(`only ${reconciles} reconciles found in the logs for ${n} objects`);
   }
   measure(
     `no double reconcile: ${reconciles} reconciles of ${intervals.size} objects in ${all().length} processes' logs, ${overlaps} overlapping in time across processes`,
