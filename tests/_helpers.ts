@@ -1,5 +1,6 @@
 // Shared helpers for tests against the real control plane. Wait on conditions with
 // deadlines; never sleep a fixed time to let things settle.
+import https from "node:https";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
 
 /** Options of {@linkcode waitFor}. */
@@ -164,3 +165,20 @@ export async function denortAvailable(): Promise<boolean> {
 /** The name suffix of a test skipped because `deno compile` cannot get denort here. */
 export const COMPILE_SKIP_REASON =
   "(skipped: deno compile needs denort from the internet; set DENORT_BIN)";
+
+/** GET over HTTPS with node:https (a self-signed certificate is accepted: it is the subject). */
+export function httpsGet(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { rejectUnauthorized: false, headers }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => body += c);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}

@@ -5,7 +5,6 @@
 // Each step says which review item it covers. Waits have deadlines; nothing sleeps a fixed
 // time; timings are printed, never asserted.
 import assert from "node:assert/strict";
-import https from "node:https";
 import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ApiError, isForbidden } from "../src/client/api_error.ts";
@@ -24,7 +23,7 @@ import { installStack, Stack } from "./_stack.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { HealthChecks, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { httpsGet, uniqueName, waitFor } from "./_helpers.ts";
 
 const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const TLS_PROBE = new URL("./fixtures/tls_trust_probe.ts", import.meta.url).pathname;
@@ -65,23 +64,6 @@ class Widgets {
     await this.proc.status;
     await this.#pump;
   }
-}
-
-/** GET over HTTPS with node:https (a self-signed certificate is accepted: it is the subject). */
-function httpsGet(
-  url: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = https.request(url, { rejectUnauthorized: false, headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => body += c);
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
 }
 
 Deno.test("review fixes against a real API server", async (t) => {

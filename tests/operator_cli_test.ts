@@ -4,7 +4,7 @@
 // operator running as its generated ServiceAccount with only the generated RBAC.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { httpsGet, waitFor } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
@@ -215,7 +215,6 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       "--namespace",
       NS,
       "--leader-elect",
-      "--metrics-secure=false",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--health-probe-bind-address=0",
     ]).spawn();
@@ -236,11 +235,44 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
       return w.body.status?.phase === "Ready" &&
         w.body.metadata.finalizers?.includes("widgets.kubeno.dev/cleanup");
     }, { what: "w1 Ready with its finalizer" });
+    // Secure metrics, as deployed: the operator checks a scraper's token with TokenReview and
+    // SubjectAccessReview under its own generated RBAC (the metrics-auth ClusterRole).
+    const scraper = "scraper";
+    const sa = await cp.request("POST", "/api/v1/namespaces/default/serviceaccounts", {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: scraper },
+    });
+    assert.equal(sa.status, 201, JSON.stringify(sa.body));
+    const binding = await cp.request(
+      "POST",
+      "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "scraper-metrics" },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "widget-operator-metrics-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", name: scraper, namespace: "default" }],
+      },
+    );
+    assert.equal(binding.status, 201, JSON.stringify(binding.body));
+    const scraperToken = await cp.request(
+      "POST",
+      `/api/v1/namespaces/default/serviceaccounts/${scraper}/token`,
+      { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+    );
+    const auth = { authorization: `Bearer ${scraperToken.body.status.token}` };
     const metrics = await waitFor(async () => {
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      return /controller_runtime_reconcile_total\{controller="widget",result="success"\} [1-9]/
-        .test(text) && text;
-    }, { what: "reconcile metrics on /metrics" });
+      const r = await httpsGet(`https://127.0.0.1:${metricsPort}/metrics`, auth);
+      return r.status === 200 &&
+        /controller_runtime_reconcile_total\{controller="widget",result="success"\} [1-9]/
+          .test(r.body) &&
+        r.body;
+    }, { what: "reconcile metrics on /metrics over HTTPS with the scraper's token" });
     assert.match(metrics, /^rest_client_requests_total\{/m);
     const lease = await cp.request(
       "GET",
@@ -264,6 +296,8 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
     assert.equal(await can("delete", "deployments", "-n", "default"), "no");
     assert.equal(await can("update", "leases", "-n", "default"), "no");
     assert.equal(await can("update", "leases", "-n", NS), "yes");
+    assert.equal(await can("create", "tokenreviews.authentication.k8s.io"), "yes");
+    assert.equal(await can("create", "subjectaccessreviews.authorization.k8s.io"), "yes");
   });
 
   await t.step(
