@@ -156,6 +156,25 @@ Deno.test("LogTape is imported only by util/log.ts and zod only by util/zod.ts",
   }
 });
 
+Deno.test("@kubernetes/client-node is never imported statically, by any spelling", async () => {
+  // Its one import is built at run time in client/_auth_provider.ts, so neither a plain run
+  // nor `deno bundle`/`deno compile` loads it unless an auth-provider plugin asks for it.
+  const roots = [];
+  for await (const e of Deno.readDir(ROOT)) {
+    if (e.isFile && e.name.endsWith(".ts")) {
+      const text = await Deno.readTextFile(join(ROOT, e.name));
+      roots.push({ path: e.name, imports: importsOf(text) });
+    }
+  }
+  for (const m of [...sources, ...roots]) {
+    for (const i of m.imports) {
+      assert.ok(!i.includes("client-node"), `${m.path} imports ${i}`);
+    }
+  }
+  const lazy = await Deno.readTextFile(join(SRC, "client/_auth_provider.ts"));
+  assert.match(lazy, /await import\(CLIENT_NODE\)/, "the lazy import is where it is said to be");
+});
+
 Deno.test("entry points hold docs and explicit re-exports only; mod.ts stays small", async () => {
   for (const entry of ENTRY_POINTS) {
     const text = await Deno.readTextFile(join(ROOT, entry));
