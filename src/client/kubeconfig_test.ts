@@ -448,7 +448,9 @@ async function runWithClientNodeProbe(code: string): Promise<{ stdout: string; s
     JSON.stringify({ imports: { ...config.imports, [CLIENT_NODE]: stub } }),
   );
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--no-config", "--import-map", map, code],
+    // --quiet: without a lockfile Deno may fetch npm metadata and say "Download …"; a
+    // runtime warning such as punycode's is still printed.
+    args: ["eval", "--quiet", "--no-config", "--import-map", map, code],
     stdout: "piped",
     stderr: "piped",
   }).output();
