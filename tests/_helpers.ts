@@ -182,3 +182,46 @@ export function httpsGet(
     req.end();
   });
 }
+
+/** What {@linkcode serviceAccountToken} needs of a control plane. */
+interface AdminRequests {
+  request(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+}
+
+/**
+ * Creates ServiceAccount `name` in `default`, optionally bound to a ClusterRole, and returns
+ * an Authorization header with a token of it (as a Prometheus scraper would hold).
+ */
+export async function serviceAccountToken(
+  cp: AdminRequests,
+  name: string,
+  clusterRole?: string,
+): Promise<Record<string, string>> {
+  const sa = await cp.request("POST", "/api/v1/namespaces/default/serviceaccounts", {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name },
+  });
+  if (sa.status !== 201) throw new Error(`Cannot create ServiceAccount ${name}: ${sa.status}`);
+  if (clusterRole) {
+    const binding = await cp.request(
+      "POST",
+      "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: `${name}-${clusterRole}` },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole },
+        subjects: [{ kind: "ServiceAccount", name, namespace: "default" }],
+      },
+    );
+    if (binding.status !== 201) throw new Error(`Cannot bind ${clusterRole}: ${binding.status}`);
+  }
+  const token = await cp.request(
+    "POST",
+    `/api/v1/namespaces/default/serviceaccounts/${name}/token`,
+    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+  );
+  if (token.status !== 201) throw new Error(`Cannot get a token of ${name}: ${token.status}`);
+  return { authorization: `Bearer ${token.body.status.token}` };
+}

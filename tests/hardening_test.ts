@@ -23,7 +23,7 @@ import { installStack, Stack } from "./_stack.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { HealthChecks, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
-import { httpsGet, uniqueName, waitFor } from "./_helpers.ts";
+import { httpsGet, serviceAccountToken, uniqueName, waitFor } from "./_helpers.ts";
 
 const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const TLS_PROBE = new URL("./fixtures/tls_trust_probe.ts", import.meta.url).pathname;
@@ -340,17 +340,6 @@ Deno.test("review fixes against a real API server", async (t) => {
         401,
         "a token the API server does not know",
       );
-      const token = async (sa: string) => {
-        await admin.request("POST", "/api/v1/namespaces/default/serviceaccounts", {
-          body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sa } },
-        });
-        const { status } = await admin.request<{ status: { token: string } }>(
-          "POST",
-          `/api/v1/namespaces/default/serviceaccounts/${sa}/token`,
-          { body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} } },
-        );
-        return { authorization: `Bearer ${status.token}` };
-      };
       // Bind the generated reader role to the scraper, as a Prometheus setup does.
       const m = operatorManifests({
         name: "widget-operator",
@@ -361,20 +350,10 @@ Deno.test("review fixes against a real API server", async (t) => {
         image: "x",
       });
       const reader = m.rbac.find((o) => o.metadata.name === "widget-operator-metrics-reader")!;
-      await kubectlApply(cp, [reader, {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: "scraper-metrics" },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "ClusterRole",
-          name: "widget-operator-metrics-reader",
-        },
-        subjects: [{ kind: "ServiceAccount", name: "scraper", namespace: "default" }],
-      } as KubeObject]);
-      const stranger = await httpsGet(url("127.0.0.1"), await token("stranger"));
+      await kubectlApply(cp, [reader]);
+      const stranger = await httpsGet(url("127.0.0.1"), await serviceAccountToken(cp, "stranger"));
       assert.equal(stranger.status, 403, stranger.body);
-      const scraper = await token("scraper");
+      const scraper = await serviceAccountToken(cp, "scraper", "widget-operator-metrics-reader");
       for (const host of ["127.0.0.1", "[::1]"]) {
         const ok = await httpsGet(url(host), scraper);
         assert.equal(ok.status, 200, ok.body);

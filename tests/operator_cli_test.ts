@@ -4,7 +4,7 @@
 // operator running as its generated ServiceAccount with only the generated RBAC.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { httpsGet, waitFor } from "./_helpers.ts";
+import { httpsGet, serviceAccountToken, waitFor } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
@@ -237,35 +237,7 @@ Deno.test("install, uninstall, manifests and run against a real control plane", 
     }, { what: "w1 Ready with its finalizer" });
     // Secure metrics, as deployed: the operator checks a scraper's token with TokenReview and
     // SubjectAccessReview under its own generated RBAC (the metrics-auth ClusterRole).
-    const scraper = "scraper";
-    const sa = await cp.request("POST", "/api/v1/namespaces/default/serviceaccounts", {
-      apiVersion: "v1",
-      kind: "ServiceAccount",
-      metadata: { name: scraper },
-    });
-    assert.equal(sa.status, 201, JSON.stringify(sa.body));
-    const binding = await cp.request(
-      "POST",
-      "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: "scraper-metrics" },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "ClusterRole",
-          name: "widget-operator-metrics-reader",
-        },
-        subjects: [{ kind: "ServiceAccount", name: scraper, namespace: "default" }],
-      },
-    );
-    assert.equal(binding.status, 201, JSON.stringify(binding.body));
-    const scraperToken = await cp.request(
-      "POST",
-      `/api/v1/namespaces/default/serviceaccounts/${scraper}/token`,
-      { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
-    );
-    const auth = { authorization: `Bearer ${scraperToken.body.status.token}` };
+    const auth = await serviceAccountToken(cp, "scraper", "widget-operator-metrics-reader");
     const metrics = await waitFor(async () => {
       const r = await httpsGet(`https://127.0.0.1:${metricsPort}/metrics`, auth);
       return r.status === 200 &&
