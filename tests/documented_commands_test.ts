@@ -121,7 +121,9 @@ Deno.test("README: a generated project's `deno task dev` runs its operator; Ctrl
       return dec.decode(out.stdout);
     };
     await waitFor(async () => (dev.sample(), await phase()) === "Running", {
-      what: "the sample Myapp to be Running",
+      get what() {
+        return `the sample Myapp to be Running; output:\n${dev.output.slice(-3000)}`;
+      },
       timeoutMs: 300_000,
       intervalMs: 500,
     });
