@@ -12,13 +12,17 @@ import { waitFor } from "./_helpers.ts";
 const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
 const NS = "default";
 
-/** kwok stage annotations: the pod becomes ready at once and completes after `complete`. */
+/**
+ * kwok stage annotations: the pod becomes ready at once and completes after `complete`.
+ * kwok waits the jitter delay instead whenever it is not longer than the delay (a jitter of
+ * "0s" would complete every pod at once), so both are the same: exactly `complete`.
+ */
 function kwokTiming(complete: string): Record<string, string> {
   return {
     "pod-ready.stage.kwok.x-k8s.io/delay": "0s",
     "pod-ready.stage.kwok.x-k8s.io/jitter-delay": "0s",
     "pod-complete.stage.kwok.x-k8s.io/delay": complete,
-    "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "0s",
+    "pod-complete.stage.kwok.x-k8s.io/jitter-delay": complete,
   };
 }
 
@@ -190,6 +194,7 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
         });
         const jobs = await jobsOf("forbid");
         assert.equal(jobs.length, 1, "no second Job while the first is active");
+        assert.ok(!finished(jobs[0]), "the first Job is still running");
         assert.equal(await created("forbid"), 1);
       } catch (err) {
         // What the operator saw and did, to tell a cache that lost a Job from a Job that
