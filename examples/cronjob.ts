@@ -222,9 +222,10 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         const state = finished(job);
         (state === "Complete" ? successful : state === "Failed" ? failed : active).push(job);
       }
-      // The last run is the newest of what the Jobs say and what the status says: a Job just
-      // created may not be in the cache yet.
-      const known = [cron.status?.lastScheduleTime, ...jobs.map((j) => scheduledAt(j))]
+      // The last run is the newest of what the status, the cached Jobs and the Jobs created
+      // but not cached yet say: otherwise a reconcile right after a create would take that
+      // run as still due (and, suspended, report skipping a run that has started).
+      const known = [cron.status?.lastScheduleTime, ...[...jobs, ...unseen].map(scheduledAt)]
         .map((t) => typeof t === "string" ? Date.parse(t) : t)
         .filter((t): t is number => t !== undefined && !Number.isNaN(t));
       const lastScheduleTime = known.length

@@ -263,6 +263,14 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
       const late = (await jobsOf("every2")).filter((j) =>
         Date.parse(j.metadata.annotations![SCHEDULED_AT]) >= firstSkipped
       );
+      if (late.length) {
+        // Which reconcile started the run, and which one said it skipped it.
+        console.log(
+          `suspended at ${new Date(suspendedAt).toISOString()}; operator log:\n${
+            logLines(/every2/).slice(-12).join("\n")
+          }`,
+        );
+      }
       assert.deepEqual(late.map((j) => j.metadata.name), [], "no run after the suspend");
     });
 
