@@ -74,9 +74,14 @@ if (profileOut) {
   const pump = (async () => {
     for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) said += c;
   })();
+  let exited = false;
+  child.status.then(() => exited = true);
   const at = await watch.converged;
   child.kill("SIGUSR1");
-  while (!said.includes("profiled")) await new Promise((r) => setTimeout(r, 50));
+  while (!said.includes("profiled")) {
+    if (exited) throw new Error("The contender exited before it wrote its profile");
+    await new Promise((r) => setTimeout(r, 50));
+  }
   child.kill("SIGTERM");
   await child.status;
   await pump;

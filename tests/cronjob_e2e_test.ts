@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { createClient, Event, isNotFound, Job } from "../mod.ts";
 import { startControlPlane } from "../testing.ts";
-import { CronJob, type CronJobObject, SCHEDULED_AT } from "../examples/cronjob.ts";
+import { type CacheReader, EventRecorder } from "../runtime.ts";
+import {
+  CronJob,
+  cronJobController,
+  type CronJobObject,
+  SCHEDULED_AT,
+} from "../examples/cronjob.ts";
+import { reconcileContext } from "../src/runtime/controller/_context.ts";
+import { getLogger } from "../src/util/log.ts";
 import { waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
@@ -87,6 +95,51 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
       what: "cronjobs.batch.kubeno.dev to be served",
     });
   });
+
+  await t.step(
+    "a reconcile before the cache shows the Job it created keeps that run done",
+    async () => {
+      // The controller called directly against the API server, before the operator starts, on
+      // a cache that has shown no Job yet: the moment right after a create, made to last. The
+      // status is patched before the create, so only the Jobs the controller remembers creating
+      // tell the second reconcile that the run has started.
+      const cron = await client.create(CronJob, cronJob("lagging", {}, "0s"));
+      const run = Math.floor(Date.parse(cron.metadata.creationTimestamp!) / 2_000) * 2_000 + 4_000;
+      let now = run + 100;
+      const controller = cronJobController({ now: () => now });
+      const cache: CacheReader = { get: () => undefined, list: () => [] };
+      const events = new EventRecorder(client, { component: "cronjob-test" });
+      const reconcileOnce = async () => {
+        const obj = await client.get(CronJob, "lagging", { namespace: NS });
+        const ctx = reconcileContext({
+          controller,
+          client,
+          events,
+          log: getLogger(["kubeno", "test"]),
+          key: `${NS}/lagging`,
+          primary: structuredClone(obj),
+          cached: obj,
+          cache,
+          signal: new AbortController().signal,
+        });
+        await controller.reconcile(structuredClone(obj), ctx);
+      };
+      await reconcileOnce();
+      const name = `lagging-${run / 1_000}`;
+      assert.deepEqual((await jobsOf("lagging")).map((j) => j.metadata.name), [name]);
+      now = run + 200;
+      await reconcileOnce();
+      const after = await client.get(CronJob, "lagging", { namespace: NS });
+      assert.equal(
+        Date.parse(after.status?.lastScheduleTime ?? ""),
+        run,
+        "the run is the last one",
+      );
+      assert.deepEqual((await jobsOf("lagging")).map((j) => j.metadata.name), [name]);
+      await client.delete(CronJob, "lagging", { namespace: NS });
+      await client.delete(Job, name, { namespace: NS, propagationPolicy: "Background" });
+    },
+  );
 
   const operator = new Deno.Command(Deno.execPath(), {
     args: [
