@@ -53,6 +53,7 @@ export {
 export { type ObjectOf, type Resource, resource } from "./src/core/resource.ts";
 export { metadataOnly } from "./src/core/metadata_only.ts";
 export { cel, listMap, listType, mapType } from "./src/schema/schema.ts";
+export { conditionSchema, conditionsSchema } from "./src/schema/condition.ts";
 export { z } from "./src/util/zod.ts";
 
 // Objects

@@ -109,6 +109,8 @@ export {
 
 // Controller
 export {
+  type ContextDeleteOptions,
+  type ContextWriteOptions,
   type Controller,
   type MapFunc,
   reconcile,
@@ -154,6 +156,7 @@ export {
   type ControllerMetricsHooks,
   ControllerRuntime,
   type ControllerRuntimeOptions,
+  type QueueCause,
   type ReconcileOutcome,
   type ReconcileSample,
 } from "./src/runtime/controller/runner.ts";

@@ -1,7 +1,8 @@
 /**
  * Custom resources from zod schemas: `defineResource`, the zod → structural OpenAPI v3
  * conversion behind it, the markers that map to Kubernetes schema extensions (`listMap`,
- * `listType`, `mapType`, `intOrString`, `embeddedResource`, `cel`), and the CRD it builds.
+ * `listType`, `mapType`, `intOrString`, `embeddedResource`, `cel`), the schema of
+ * `metav1.Condition` for `status.conditions`, and the CRD it builds.
  *
  * @example The structural schema of a spec
  * ```ts
@@ -44,9 +45,11 @@ export {
   type StructuralSchemaOptions,
   toStructuralSchema,
 } from "./src/schema/schema.ts";
+export { type ConditionSchema, conditionSchema, conditionsSchema } from "./src/schema/condition.ts";
 export {
   z,
   type ZodArray,
+  type ZodEnum,
   type ZodInt,
   type ZodLooseObject,
   type ZodObject,

@@ -1,7 +1,8 @@
 /**
  * Test support for kubeno operators: a real Kubernetes control plane on loopback, started
  * per test file, in the manner of controller-runtime's envtest; a TCP proxy that injects
- * faults between a client and the API server; a fake clock for timing-heavy code; and an
+ * faults between a client and the API server; an HTTP proxy that delays chosen watch streams,
+ * to make cache lag deterministic; a fake clock for timing-heavy code; and an
  * X.509 issuer for the certificates webhook tests need.
  *
  * @example A fake clock drives timers without waiting
@@ -37,7 +38,15 @@ export {
 } from "./src/testing/control_plane.ts";
 export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/testing/assets.ts";
 export { FakeClock } from "./src/testing/fake_clock.ts";
+export { type Clock, type TimerId } from "./src/util/clock.ts";
 export { FaultProxy, type FaultProxyOptions, startFaultProxy } from "./src/testing/fault_proxy.ts";
+export {
+  type LagMatch,
+  LagProxy,
+  type LagProxyOptions,
+  type LagProxyStats,
+  startLagProxy,
+} from "./src/testing/lag_proxy.ts";
 export {
   type CertRequest,
   createCa,

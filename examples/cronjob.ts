@@ -21,14 +21,12 @@ import { CronExpressionParser } from "cron-parser";
 import {
   controllerOf,
   defineResource,
-  isNotFound,
   Job,
   type ObjectOf,
   type ObjectRef,
   operator,
   reconcile,
   requeue,
-  setControllerReference,
   TerminalError,
   z,
 } from "../mod.ts";
@@ -198,10 +196,6 @@ export interface CronJobControllerOptions {
  */
 export function cronJobController(options: CronJobControllerOptions = {}) {
   const now = options.now ?? Date.now;
-  // Jobs this controller created that its cache has not shown yet, by CronJob key: they count
-  // as active, so a reconcile that runs before the cache catches up does not start a second
-  // Job under Forbid (kube-controller-manager keeps "expectations" for the same reason).
-  const created = new Map<string, Job[]>();
   return reconcile(CronJob, {
     // Jobs are cached with an index on their controller owner.
     owns: [{ resource: Job, indexes: { byOwner: jobOwner } }],
@@ -211,21 +205,12 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         index: { byOwner: ctx.key },
       });
       const active: Job[] = [], successful: Job[] = [], failed: Job[] = [];
-      // A created Job the cache has not shown within a minute was deleted by someone else.
-      const unseen = (created.get(ctx.key) ?? []).filter((c) =>
-        !jobs.some((j) => j.metadata.name === c.metadata.name) &&
-        Date.now() - Date.parse(c.metadata.creationTimestamp ?? "") < 60_000
-      );
-      if (unseen.length) created.set(ctx.key, unseen);
-      else created.delete(ctx.key);
       for (const job of jobs) {
         const state = finished(job);
         (state === "Complete" ? successful : state === "Failed" ? failed : active).push(job);
       }
-      // The last run is the newest of what the status, the cached Jobs and the Jobs created
-      // but not cached yet say: otherwise a reconcile right after a create would take that
-      // run as still due (and, suspended, report skipping a run that has started).
-      const known = [cron.status?.lastScheduleTime, ...[...jobs, ...unseen].map(scheduledAt)]
+      // The last run is the newest of what the status and the Jobs say.
+      const known = [cron.status?.lastScheduleTime, ...jobs.map(scheduledAt)]
         .map((t) => typeof t === "string" ? Date.parse(t) : t)
         .filter((t): t is number => t !== undefined && !Number.isNaN(t));
       const lastScheduleTime = known.length
@@ -277,7 +262,7 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         });
         return untilNext;
       }
-      if (cron.spec.concurrencyPolicy === "Forbid" && (active.length || unseen.length)) {
+      if (cron.spec.concurrencyPolicy === "Forbid" && active.length) {
         ctx.log.info(
           "CronJob {key} skips its run at {at}: a Job is still active (concurrencyPolicy Forbid)",
           { key: ctx.key, at: at(missed) },
@@ -285,31 +270,19 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
         return untilNext;
       }
       if (cron.spec.concurrencyPolicy === "Replace") {
-        for (const job of [...active, ...unseen]) {
+        for (const job of active) {
           await deleteJob(job, "replaced (concurrencyPolicy Replace)");
         }
       }
       // Created, not applied (as the tutorial does): a run whose Job exists already — an
       // earlier try created it and its answer was lost — is not created or announced twice.
-      const template = jobFor(cron, missed);
-      const namespace = cron.metadata.namespace;
-      const desired = {
-        apiVersion: Job.apiVersion,
-        kind: Job.kind,
-        ...template,
-        metadata: { ...template.metadata, namespace },
-      } as Job;
-      setControllerReference(cron, desired);
       let job: Job;
       try {
-        job = await ctx.client.create(Job, desired);
+        job = await ctx.create(Job, jobFor(cron, missed) as Job);
       } catch (e) {
         if (!isAlreadyExists(e)) throw e;
-        job = await ctx.client.get(Job, template.metadata.name, { namespace });
-        created.set(ctx.key, [...(created.get(ctx.key) ?? []), job]);
         return untilNext;
       }
-      created.set(ctx.key, [...(created.get(ctx.key) ?? []), job]);
       ctx.events.normal(cron, "SuccessfulCreate", `Created job ${job.metadata.name}`);
       ctx.log.info("CronJob {key} created Job {job} for {at}", {
         key: ctx.key,
@@ -319,24 +292,12 @@ export function cronJobController(options: CronJobControllerOptions = {}) {
       return untilNext;
 
       async function deleteJob(job: Job, why: string) {
-        try {
-          const rest = (created.get(ctx.key) ?? []).filter((c) =>
-            c.metadata.name !== job.metadata.name
-          );
-          if (rest.length) created.set(ctx.key, rest);
-          else created.delete(ctx.key);
-          await ctx.client.delete(Job, job.metadata.name!, {
-            namespace: job.metadata.namespace,
-            propagationPolicy: "Background",
-          });
-          ctx.log.info("CronJob {key} deleted Job {job}: {why}", {
-            key: ctx.key,
-            job: job.metadata.name,
-            why,
-          });
-        } catch (e) {
-          if (!isNotFound(e)) throw e;
-        }
+        await ctx.delete(Job, job, { propagationPolicy: "Background" });
+        ctx.log.info("CronJob {key} deleted Job {job}: {why}", {
+          key: ctx.key,
+          job: job.metadata.name,
+          why,
+        });
       }
     },
   });

@@ -23,6 +23,7 @@ import {
   admission,
   type ApplyObject,
   type Condition,
+  conditionsSchema,
   defineResource,
   deletionStarted,
   Deployment,
@@ -38,15 +39,6 @@ import {
 
 /** The most replicas a Myapp may ask for; the webhook refuses more. */
 export const MAX_REPLICAS = 100;
-
-const condition = z.object({
-  type: z.string().describe("Condition type, e.g. Ready"),
-  status: z.enum(["True", "False", "Unknown"]),
-  observedGeneration: z.int().optional(),
-  lastTransitionTime: z.string().describe("When status last changed (RFC 3339)"),
-  reason: z.string(),
-  message: z.string(),
-});
 
 /** A Myapp: run `image` as `replicas` pods. */
 export const Myapp = defineResource({
@@ -71,7 +63,7 @@ export const Myapp = defineResource({
   status: z.object({
     phase: z.enum(["Pending", "Running", "Failed"]).optional().describe("Where the app is"),
     readyReplicas: z.int().optional().describe("Pods ready"),
-    conditions: listMap(z.array(condition), ["type"]).optional(),
+    conditions: conditionsSchema,
     observedGeneration: z.int().optional().describe("Generation the status describes"),
   }),
   printerColumns: [

@@ -4,17 +4,10 @@
 // seconds-level (`*/2 * * * * *`) so runs come every two seconds; kwok's per-pod stage
 // annotations decide whether a Job's pod completes at once or runs for an hour.
 import assert from "node:assert/strict";
-import { createClient, Event, isNotFound, Job } from "../mod.ts";
-import { startControlPlane } from "../testing.ts";
-import { type CacheReader, EventRecorder } from "../runtime.ts";
-import {
-  CronJob,
-  cronJobController,
-  type CronJobObject,
-  SCHEDULED_AT,
-} from "../examples/cronjob.ts";
-import { reconcileContext } from "../src/runtime/controller/_context.ts";
-import { getLogger } from "../src/util/log.ts";
+import { createClient, Event, isNotFound, Job, Namespace } from "../mod.ts";
+import { startControlPlane, startLagProxy } from "../testing.ts";
+import { freePort } from "../src/testing/process.ts";
+import { CronJob, type CronJobObject, SCHEDULED_AT } from "../examples/cronjob.ts";
 import { waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
@@ -97,47 +90,114 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
   });
 
   await t.step(
-    "a reconcile before the cache shows the Job it created keeps that run done",
+    "with its Job watch 1.5 s late: one Job per scheduled time, none missed, Forbid one at a time",
     async () => {
-      // The controller called directly against the API server, before the operator starts, on
-      // a cache that has shown no Job yet: the moment right after a create, made to last. The
-      // status is patched before the create, so only the Jobs the controller remembers creating
-      // tell the second reconcile that the run has started.
-      const cron = await client.create(CronJob, cronJob("lagging", {}, "0s"));
-      const run = Math.floor(Date.parse(cron.metadata.creationTimestamp!) / 2_000) * 2_000 + 4_000;
-      let now = run + 100;
-      const controller = cronJobController({ now: () => now });
-      const cache: CacheReader = { get: () => undefined, list: () => [] };
-      const events = new EventRecorder(client, { component: "cronjob-test" });
-      const reconcileOnce = async () => {
-        const obj = await client.get(CronJob, "lagging", { namespace: NS });
-        const ctx = reconcileContext({
-          controller,
-          client,
-          events,
-          log: getLogger(["kubeno", "test"]),
-          key: `${NS}/lagging`,
-          primary: structuredClone(obj),
-          cached: obj,
-          cache,
-          signal: new AbortController().signal,
-        });
-        await controller.reconcile(structuredClone(obj), ctx);
+      // The operator as a user runs it, through the lag proxy: its cache shows every Job
+      // 1.5 s after the API server has it, so each reconcile right after a create (the
+      // status write's echo, the next run two seconds on) runs while the cache lacks the Job
+      // it just created. Without expectations it would create that run again (AlreadyExists)
+      // or, under Forbid, start a second Job while one is active.
+      await using proxy = await startLagProxy({ kubeconfig: cp.kubeconfigPath });
+      proxy.delay({ group: "batch", resource: "jobs" }, 1_500);
+      const ns = "lag";
+      await client.create(Namespace, { metadata: { name: ns } });
+      const metricsPort = freePort();
+      const lagged = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--quiet",
+          EXAMPLE,
+          "run",
+          `--kubeconfig=${proxy.kubeconfigPath}`,
+          `--namespace=${ns}`,
+          `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+          "--metrics-secure=false",
+          "--health-probe-bind-address=0",
+        ],
+        env,
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      let laggedLogs = "";
+      const pump = (async () => {
+        for await (const chunk of lagged.stderr.pipeThrough(new TextDecoderStream())) {
+          laggedLogs += chunk;
+        }
+      })();
+      const laggedJobs = async (cron: string) =>
+        (await client.list(Job, { namespace: ns })).items.filter((j) =>
+          j.metadata.ownerReferences?.some((o) => o.kind === "CronJob" && o.name === cron)
+        );
+      const metric = async (re: RegExp) => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        return [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
       };
-      await reconcileOnce();
-      const name = `lagging-${run / 1_000}`;
-      assert.deepEqual((await jobsOf("lagging")).map((j) => j.metadata.name), [name]);
-      now = run + 200;
-      await reconcileOnce();
-      const after = await client.get(CronJob, "lagging", { namespace: NS });
-      assert.equal(
-        Date.parse(after.status?.lastScheduleTime ?? ""),
-        run,
-        "the run is the last one",
-      );
-      assert.deepEqual((await jobsOf("lagging")).map((j) => j.metadata.name), [name]);
-      await client.delete(CronJob, "lagging", { namespace: NS });
-      await client.delete(Job, name, { namespace: NS, propagationPolicy: "Background" });
+      try {
+        const specs = [
+          cronJob("allow", { successfulJobsHistoryLimit: 100 }, "0s"),
+          cronJob("forbid", { concurrencyPolicy: "Forbid", successfulJobsHistoryLimit: 100 }, "5s"),
+        ];
+        for (const spec of specs) {
+          spec.metadata.namespace = ns;
+          await client.create(CronJob, spec);
+        }
+        // Sixty seconds of a two-second schedule: 30 runs.
+        await waitFor(async () => (await laggedJobs("allow")).length >= 30, {
+          timeoutMs: 180_000,
+          intervalMs: 500,
+          what: "30 runs of allow",
+        });
+        for (const name of ["allow", "forbid"]) {
+          await client.patch(CronJob, name, { spec: { suspend: true } }, { namespace: ns });
+        }
+        const jobs = Object.fromEntries(
+          await Promise.all(["allow", "forbid"].map(async (n) => [n, await laggedJobs(n)])),
+        ) as Record<string, Job[]>;
+        const times = (list: Job[]) =>
+          list.map((j) => Date.parse(j.metadata.annotations![SCHEDULED_AT])).sort((a, b) => a - b);
+        const allow = times(jobs.allow);
+        const gaps = allow.slice(1).filter((t, i) => t - allow[i] !== 2_000);
+        // Under Forbid, a Job starts only after the one before it finished.
+        const forbid = [...jobs.forbid].sort((a, b) =>
+          Date.parse(a.metadata.creationTimestamp!) - Date.parse(b.metadata.creationTimestamp!)
+        );
+        const overlaps = forbid.slice(1).filter((j, i) => {
+          const done = forbid[i].status?.completionTime;
+          return !done || Date.parse(j.metadata.creationTimestamp!) < Date.parse(done);
+        });
+        // Every request the operator made that the server refused as a duplicate or a conflict.
+        const refused = await metric(/^rest_client_requests_total\{code="409"[^}]*\} (\S+)$/gm);
+        const reconciles = await metric(
+          /^controller_runtime_reconcile_total\{controller="cronjob"[^}]*\} (\S+)$/gm,
+        );
+        console.log(
+          `lagged cronjob: allow ${allow.length} Jobs (${gaps.length} gaps), forbid ${forbid.length} Jobs (${overlaps.length} overlaps), ${refused} requests refused with 409, ${reconciles} reconciles, ${proxy.stats.delayedChunks} watch chunks delayed`,
+        );
+        assert.ok(proxy.stats.delayedWatches > 0, "the Job watch went through the delay");
+        assert.equal(new Set(allow).size, allow.length, "one Job per scheduled time");
+        assert.deepEqual(gaps, [], "no run missed after the first");
+        assert.ok(forbid.length >= 3, `forbid ran (${forbid.length} Jobs)`);
+        assert.deepEqual(
+          overlaps.map((j) => j.metadata.name),
+          [],
+          "at most one active under Forbid",
+        );
+        assert.equal(refused, 0, "no create of a run that already has its Job, no conflict");
+        for (const name of ["allow", "forbid"]) {
+          await client.delete(CronJob, name, { namespace: ns });
+        }
+      } catch (err) {
+        console.log(`lagged operator log:\n${laggedLogs.split("\n").slice(-60).join("\n")}`);
+        throw err;
+      } finally {
+        try {
+          lagged.kill("SIGTERM");
+        } catch { /* exited */ }
+        await lagged.status;
+        await pump.catch(() => {});
+      }
     },
   );
 

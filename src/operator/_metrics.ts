@@ -65,10 +65,12 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
     if (!m) per.set(controller, m = controllerMetrics(registry, controller));
     return m;
   };
+  const own = ownWriteMetrics(registry);
   return {
     registry,
     onRequest: restClientMetrics(registry),
     manager: {
+      ...own,
       reconcile(s) {
         const result = s.result === "terminal" ? "error" : s.result;
         of(s.controller).reconciled(result, s.seconds, s.result === "terminal");
@@ -88,6 +90,36 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
       shardOf = (controller, key) => source.shardOf(controller, key);
       sharded?.collect(() => source.shardStats());
     },
+  };
+}
+
+/**
+ * kubeno's own controller families: why keys were queued, own-write echoes that queued
+ * nothing, and waits for the cache to show a controller's own writes.
+ */
+function ownWriteMetrics(
+  registry: Registry,
+): Pick<ControllerMetricsHooks, "queued" | "echo" | "cacheLag"> {
+  const adds = registry.counter({
+    name: "kubeno_controller_queue_adds_total",
+    help: "Keys put in a controller's work queue, by cause",
+    labelNames: ["controller", "cause"],
+  });
+  const echoes = registry.counter({
+    name: "kubeno_controller_own_write_echoes_total",
+    help: "Watch events that were the echo of the controller's own write and queued nothing",
+    labelNames: ["controller"],
+  });
+  const lag = registry.counter({
+    name: "kubeno_controller_cache_lag_total",
+    help:
+      "Reconciles that waited for the cache to show the controller's own writes (deferred), or ran without one it did not show in time (expired)",
+    labelNames: ["controller", "outcome"],
+  });
+  return {
+    queued: (controller, cause) => adds.inc({ controller, cause }),
+    echo: (controller) => echoes.inc({ controller }),
+    cacheLag: (controller, outcome) => lag.inc({ controller, outcome }),
   };
 }
 

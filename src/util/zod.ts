@@ -44,6 +44,18 @@ export type ZodString = zod.ZodString;
 export type ZodInt = zod.ZodInt;
 
 /**
+ * A zod enum schema: zod's `z.ZodEnum<Values>`, what `z.enum([...])` returns, its values
+ * spelled as an object (`{ True: "True"; False: "False" }`).
+ *
+ * @typeParam Values Each value, keyed by itself.
+ */
+// Spelled with `z.nativeEnum`, the one-signature twin of the overloaded `z.enum`: an instantiation
+// expression on an overloaded function must fit every overload.
+export type ZodEnum<
+  Values extends Readonly<Record<string, string | number>> = Readonly<Record<string, string>>,
+> = ReturnType<typeof z.nativeEnum<Values>>;
+
+/**
  * A zod record schema: zod's `z.ZodRecord<Key, Value>`, what `z.record(key, value)` returns.
  *
  * @typeParam Key The schema of the keys.

@@ -58,7 +58,7 @@ import {
 } from "../watch/watch.ts";
 import type { WatchError } from "../watch/watch_error.ts";
 import { describeQuery } from "../watch/watch_error.ts";
-import { deepFreeze } from "./_freeze.ts";
+import { deepFreeze } from "../../util/freeze.ts";
 import type { ShardFilter } from "./shard_filter.ts";
 
 const log = getLogger(["kubeno", "informer"]);

@@ -15,7 +15,10 @@
  * ## Caveats
  *
  * The cache is as fresh as the last watch event: a write made a moment ago may not be in it
- * yet. Reconciles are level-based, so the event of that write triggers another one.
+ * yet. In a reconcile, `ctx.cache` shows the controller's own writes at once (what it
+ * created, changed or deleted through the context), and the next reconcile of a primary waits
+ * until the cache itself shows them (see `ControllerRuntime`). Writes by anyone else appear
+ * when their watch event arrives, and that event triggers another reconcile.
  *
  * @module
  */
@@ -284,6 +287,53 @@ export class InformerReader implements CacheReader {
       out = out.filter((o) => match(o.metadata.labels));
     }
     return out;
+  }
+
+  /**
+   * Whether `obj` of kind `res` would be in `list(res, options)` if the cache held it, e.g.
+   * an object this controller wrote a moment ago that the cache has not shown yet.
+   *
+   * @param res The kind.
+   * @param obj The object.
+   * @param options As for `list`.
+   * @returns `true` when it matches the namespace, label selector and index values.
+   * @throws {TypeError} As `list` does.
+   */
+  matches<T extends KubeObject>(res: Resource<T>, obj: T, options: CacheListOptions = {}): boolean {
+    const src = this.#source(res);
+    if (res.namespaced && options.namespace !== undefined) {
+      if ((obj.metadata.namespace ?? "") !== options.namespace) return false;
+    }
+    const [inf] = this.#informers(src, res, res.namespaced ? obj.metadata.namespace : undefined);
+    for (const [name, value] of Object.entries(options.index ?? {})) {
+      const stored = src.indexes?.[name];
+      if (stored === undefined) this.list(res, { index: { [name]: value } }); // throws
+      try {
+        if (!inf.store.valuesOf(stored!, obj).includes(value)) return false;
+      } catch {
+        return false;
+      }
+    }
+    if (options.labelSelector !== undefined) {
+      return compileLabelSelector(options.labelSelector)(obj.metadata.labels);
+    }
+    return true;
+  }
+
+  /**
+   * The informer that caches `obj`'s kind in `obj`'s namespace, if this reader has one.
+   *
+   * @param res The kind, full or `metadataOnly(...)`: either cache answers.
+   * @param namespace The namespace (ignored for cluster-scoped kinds).
+   * @returns The informer, or `undefined` when the kind or namespace is not cached.
+   */
+  informerOf(res: Resource<any>, namespace: string | undefined): Informer<any> | undefined {
+    const src = this.#sources.get(kindKey(res)) ??
+      this.#sources.get(kindKey(res, !isMetadataOnly(res)));
+    if (!src) return undefined;
+    if (!src.namespaces || !res.namespaced) return src.informers[0];
+    const i = src.namespaces.indexOf(namespace ?? "");
+    return i < 0 ? undefined : src.informers[i];
   }
 
   #source(res: Resource<any>): CachedSource {

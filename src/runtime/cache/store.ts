@@ -173,6 +173,22 @@ export class Store<T extends KubeObject> {
   }
 
   /**
+   * The values index `name` gives `obj`, whether the store holds it or not (e.g. to tell
+   * whether an object written a moment ago belongs in an index lookup).
+   *
+   * @param name The index name.
+   * @param obj The object.
+   * @returns Its index values.
+   * @throws {RangeError} When no index of that name exists.
+   * @throws What the index function throws.
+   */
+  valuesOf(name: string, obj: T): string[] {
+    const index = this.#indexes.get(name);
+    if (!index) throw new RangeError(`Cannot look up index "${name}": no such index`);
+    return [...index.fn(obj)];
+  }
+
+  /**
    * The values an index currently holds.
    *
    * @param name The index name.

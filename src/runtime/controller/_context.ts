@@ -1,17 +1,55 @@
 // The ReconcileContext a controller hands to reconcile/finalize: write helpers bound to the
-// primary object and the controller's field manager.
+// primary object and the controller's field manager. Every write goes through here so that
+// the context always acts on the newest state it knows of the primary (its own earlier writes
+// included), and so that the runner can wait for its cache to show these writes before the
+// next reconcile of the primary (see `_own_writes.ts`).
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../client/types.ts";
+import { isConflict, isNotFound } from "../../client/api_error.ts";
 import { type ConditionInput, setCondition } from "../../core/conditions.ts";
 import type { EventRecorder } from "./events.ts";
 import type { Condition, KubeObject, ObjectRef } from "../../core/object.ts";
 import { setControllerReference } from "../../core/owner.ts";
-import type { Controller, ReconcileContext, StatusOf } from "./reconcile.ts";
+import type {
+  ContextDeleteOptions,
+  ContextWriteOptions,
+  Controller,
+  ReconcileContext,
+  StatusOf,
+} from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { CacheReader } from "../cache/reader.ts";
+import type { CacheGetOptions, CacheListOptions, CacheReader } from "../cache/reader.ts";
 import { objectKey } from "../../core/object_key.ts";
-import type { WriteMemory } from "./_write_memory.ts";
+import { compareResourceVersions, type WriteMemory } from "./_write_memory.ts";
+import type { OwnWrite, OwnWriteOp } from "./_own_writes.ts";
+
+/** A write the server answered, as the context reports it to {@linkcode Tracking}. */
+export interface TrackedWrite {
+  readonly op: OwnWriteOp;
+  readonly name: string;
+  readonly namespace: string | undefined;
+  /** The server's answer. */
+  readonly answer: KubeObject | undefined;
+  /** The resourceVersion the write was made on. */
+  readonly base: string | undefined;
+  readonly uid: string | undefined;
+}
+
+/** How a context reports its writes to the runner and shows them in `ctx.cache`. */
+export interface Tracking {
+  /**
+   * Announces a write of a kind about to be sent (its echo may arrive before its answer);
+   * the function returned is called once, when it settled, with the write as the server
+   * answered it (kept when the cache will show it), or `undefined` when it failed or
+   * changed nothing.
+   */
+  begin(res: Resource<any>): (write: TrackedWrite | undefined) => void;
+  /** This primary's writes of a kind that the cache has not confirmed yet. */
+  pending(res: Resource<any>): readonly OwnWrite[];
+  /** Whether an object would be in `list(res, options)` of the cache. */
+  matches(res: Resource<any>, obj: KubeObject, options: CacheListOptions): boolean;
+}
 
 export interface ContextInit<T extends KubeObject> {
   controller: Controller<T>;
@@ -28,6 +66,8 @@ export interface ContextInit<T extends KubeObject> {
   signal: AbortSignal;
   /** The controller's own last writes, to skip writing them again. */
   memory?: WriteMemory;
+  /** Records writes for read-your-own-writes; without it nothing is tracked. */
+  tracking?: Tracking;
   /** An owned object as the controller's cache holds it: key for `memory`, and the object. */
   owned?: (
     kind: Resource<any>,
@@ -36,10 +76,38 @@ export interface ContextInit<T extends KubeObject> {
   ) => { key: string; cached: KubeObject | undefined } | undefined;
 }
 
+/** A context and what the runner does through it besides reconcile: the finalizer writes. */
+export interface ContextHandle<T extends KubeObject> {
+  readonly ctx: ReconcileContext<T>;
+  /** The newest state of the primary this context knows: the cached one or a write's answer. */
+  latest(): T;
+  /**
+   * Merge-patches the primary (e.g. its finalizers), computed from and guarded by the
+   * newest state this context knows.
+   */
+  patchPrimary(patch: (latest: T) => MergePatch<T>): Promise<T>;
+}
+
+/**
+ * The reconcile context of one reconcile.
+ *
+ * @param init The controller, client, primary and cache.
+ * @returns The context.
+ */
 export function reconcileContext<T extends KubeObject>(
   init: ContextInit<T>,
 ): ReconcileContext<T> {
-  const { controller, client, key, signal } = init;
+  return createContext(init).ctx;
+}
+
+/**
+ * The reconcile context of one reconcile, and the runner's handle on it.
+ *
+ * @param init The controller, client, primary and cache.
+ * @returns The context and its handle.
+ */
+export function createContext<T extends KubeObject>(init: ContextInit<T>): ContextHandle<T> {
+  const { controller, client, key, signal, tracking } = init;
   const res = controller.resource;
   const fieldManager = controller.fieldManager;
   const m = init.primary.metadata;
@@ -55,10 +123,101 @@ export function reconcileContext<T extends KubeObject>(
     ...(m.namespace ? { namespace: m.namespace } : {}),
     ...(m.uid ? { uid: m.uid } : {}),
   };
-  // "Nothing changed" is judged against the server's state — the cached object, then what
-  // this context's own status writes returned — never against `obj`, which the reconcile
-  // may have changed before asking for the same values to be written.
-  let server: T = init.cached;
+  const isPrimary = (
+    kind: Resource<any>,
+    obj: { metadata: { name?: string; namespace?: string } },
+  ) =>
+    sameKind(kind, res) &&
+    objectKey({
+        name: obj.metadata.name ?? "",
+        namespace: res.namespaced ? obj.metadata.namespace ?? m.namespace : undefined,
+      }) === key;
+  // The newest state of the primary this context knows: the cached object, then what its
+  // own writes returned. "Nothing changed" is judged against it — never against `obj`,
+  // which the reconcile may have changed before asking for the same values to be written —
+  // and every write of the primary is computed from and guarded by it.
+  let latest: T = init.cached;
+  // resourceVersions of other objects this context wrote, the base of its next write.
+  const known = new Map<string, string>();
+  const idOf = (kind: Resource<any>, name: string, namespace: string | undefined) =>
+    `${kind.apiVersion}\u0000${kind.kind}\u0000${
+      objectKey({ name, namespace: kind.namespaced ? namespace : undefined })
+    }`;
+  const baseOf = (kind: Resource<any>, name: string, namespace: string | undefined) => {
+    const mine = known.get(idOf(kind, name, namespace));
+    if (mine !== undefined) return mine;
+    try {
+      return init.cache.get(kind, name, { namespace })?.metadata.resourceVersion;
+    } catch {
+      return undefined; // not cached here: nothing to compare with
+    }
+  };
+  // Sends one write and tells the runner about it: announced before it is sent, since its
+  // echo may come back before its answer, and settled with the server's answer.
+  const write = async <R extends KubeObject | undefined>(
+    kind: Resource<any>,
+    op: OwnWriteOp,
+    base: string | undefined,
+    send: () => Promise<R>,
+    target?: { name: string; namespace: string | undefined; uid?: string },
+  ): Promise<R> => {
+    const settle = tracking?.begin(kind);
+    let answer: R;
+    try {
+      answer = await send();
+    } catch (err) {
+      settle?.(undefined);
+      throw err;
+    }
+    const name = answer?.metadata.name ?? target?.name ?? "";
+    const ns = kind.namespaced ? answer?.metadata.namespace ?? target?.namespace : undefined;
+    if (op === "delete") known.delete(idOf(kind, name, ns));
+    else if (answer?.metadata.resourceVersion) {
+      known.set(idOf(kind, name, ns), answer.metadata.resourceVersion);
+    }
+    if (answer && op !== "delete" && isPrimary(kind, answer)) latest = answer as unknown as T;
+    // A write that changed nothing returns the version it was made on: nothing to wait for.
+    const noop = op === "write" && answer?.metadata.resourceVersion === base;
+    settle?.(
+      noop ? undefined : {
+        op,
+        name,
+        namespace: ns,
+        answer,
+        base,
+        uid: answer?.metadata.uid ?? target?.uid,
+      },
+    );
+    return answer;
+  };
+  // A write of the primary refused with 409 was computed from a state someone else has
+  // changed since: learn that state's version, so that the retry (after the work queue's
+  // backoff) waits for the cache to show it instead of failing on the same stale state.
+  const primaryWrite = async (write: () => Promise<T>): Promise<T> => {
+    try {
+      return await write();
+    } catch (err) {
+      if (isConflict(err) && tracking) {
+        try {
+          const fresh = await client.get(res, m.name!, { namespace: m.namespace, signal });
+          tracking.begin(res)({
+            op: "write",
+            name: m.name!,
+            namespace: m.namespace,
+            answer: fresh,
+            base: undefined,
+            uid: fresh.metadata.uid,
+          });
+        } catch {
+          // The retry reads whatever the cache holds then.
+        }
+      }
+      throw err;
+    }
+  };
+  // The newer of two resourceVersions, `a` when they are not comparable.
+  const newest = (a: string | undefined, b: string | undefined) =>
+    a === undefined ? b : b !== undefined && compareResourceVersions(b, a) > 0 ? b : a;
   // A merge patch replaces lists whole: a list computed from an older state would drop what
   // others wrote since (a condition set by another controller). Such a patch carries the
   // resourceVersion it was computed from, so the server refuses it (409) instead, and the
@@ -68,33 +227,53 @@ export function reconcileContext<T extends KubeObject>(
     status: MergePatch<StatusOf<T>>,
     computedFrom: string | undefined,
   ): Promise<T> => {
-    const known = objectKey(obj) === key ? server : undefined;
-    if (known && isSubset(status, (known as { status?: unknown }).status)) return obj;
+    const mine = objectKey(obj) === key;
+    const server = mine ? latest : undefined;
+    if (server && isSubset(status, (server as { status?: unknown }).status)) return obj;
     // The cache may not have seen this controller's last status write yet: the same patch
     // again is that write's echo, not news.
-    if (known && init.memory?.statusPending(key, status, known.metadata.resourceVersion)) {
+    if (server && init.memory?.statusPending(key, status, server.metadata.resourceVersion)) {
       return obj;
     }
     const guard = computedFrom && hasList(status)
       ? { metadata: { resourceVersion: computedFrom } }
       : {};
-    const out = await client.patchStatus(
-      res,
-      obj.metadata.name!,
-      { ...guard, status } as unknown as MergePatch<T>,
-      { namespace: obj.metadata.namespace, fieldManager, signal },
-    );
-    if (objectKey(out) === key) {
-      server = out;
-      init.memory?.recordStatus(key, status, out.metadata.resourceVersion);
-    }
+    const base = server?.metadata.resourceVersion;
+    const send = () =>
+      client.patchStatus(
+        res,
+        obj.metadata.name!,
+        { ...guard, status } as unknown as MergePatch<T>,
+        { namespace: obj.metadata.namespace, fieldManager, signal },
+      );
+    const out = await write(res, "write", base, mine ? () => primaryWrite(send) : send);
+    if (mine) init.memory?.recordStatus(key, status, out.metadata.resourceVersion);
     return out;
   };
   const patchStatus = (obj: T, status: MergePatch<StatusOf<T>>): Promise<T> =>
-    writeStatus(obj, status, obj.metadata.resourceVersion);
-  return {
+    writeStatus(
+      obj,
+      status,
+      objectKey(obj) === key
+        ? newest(obj.metadata.resourceVersion, latest.metadata.resourceVersion)
+        : obj.metadata.resourceVersion,
+    );
+  const targetOf = (
+    kind: Resource<any>,
+    target: string | KubeObject,
+    options: ContextWriteOptions | undefined,
+  ) => {
+    const name = typeof target === "string" ? target : target.metadata.name!;
+    const namespace = kind.namespaced
+      ? options?.namespace ??
+        (typeof target === "string" ? undefined : target.metadata.namespace) ??
+        m.namespace
+      : undefined;
+    return { name, namespace };
+  };
+  const ctx: ReconcileContext<T> = {
     client,
-    cache: init.cache,
+    cache: tracking ? new OwnWritesReader(init.cache, tracking, m.namespace) : init.cache,
     log: init.log,
     events: init.events,
     controller: controller.name,
@@ -115,15 +294,106 @@ export function reconcileContext<T extends KubeObject>(
       if (owned && init.memory?.applyUnchanged(owned.key, desired, owned.cached)) {
         return structuredClone(owned.cached) as U;
       }
-      const out = await client.apply(kind, desired, { force: true, fieldManager, signal });
+      const base = baseOf(kind, desired.metadata.name, desired.metadata.namespace);
+      const out = await write(
+        kind,
+        "write",
+        base,
+        () => client.apply(kind, desired, { force: true, fieldManager, signal }),
+      );
       if (owned) init.memory?.recordApply(owned.key, desired);
       return out;
+    },
+    async create<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
+      const desired = structuredClone(obj) as U;
+      desired.apiVersion ??= kind.apiVersion;
+      desired.kind ??= kind.kind;
+      if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
+        desired.metadata.namespace = m.namespace;
+      }
+      setControllerReference(owner, desired);
+      return await write(
+        kind,
+        "create",
+        undefined,
+        () => client.create(kind, desired, { fieldManager, signal }),
+      );
+    },
+    async update<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
+      if (isPrimary(kind, obj)) {
+        const body = structuredClone(obj) as unknown as T;
+        body.metadata.resourceVersion = newest(
+          obj.metadata.resourceVersion,
+          latest.metadata.resourceVersion,
+        );
+        const base = latest.metadata.resourceVersion;
+        const out = await write(
+          res,
+          "write",
+          base,
+          () => primaryWrite(() => client.replace(res, body, { fieldManager, signal })),
+        );
+        return out as unknown as U;
+      }
+      const { namespace } = targetOf(kind, obj, undefined);
+      const body = structuredClone(obj) as U;
+      if (kind.namespaced) body.metadata.namespace = namespace;
+      const base = obj.metadata.resourceVersion;
+      return await write(
+        kind,
+        "write",
+        base,
+        () => client.replace(kind, body, { fieldManager, signal }),
+      );
+    },
+    async patch<U extends KubeObject>(
+      kind: Resource<U>,
+      target: string | U,
+      patch: MergePatch<U>,
+      options?: ContextWriteOptions,
+    ): Promise<U> {
+      const { name, namespace } = targetOf(kind, target, options);
+      const primary = isPrimary(kind, { metadata: { name, namespace } });
+      const base = primary ? latest.metadata.resourceVersion : baseOf(kind, name, namespace);
+      const send = () => client.patch(kind, name, patch, { namespace, fieldManager, signal });
+      return await write(
+        kind,
+        "write",
+        base,
+        primary
+          ? () => primaryWrite(send as unknown as () => Promise<T>) as unknown as Promise<U>
+          : send,
+      );
+    },
+    async delete<U extends KubeObject>(
+      kind: Resource<U>,
+      target: string | U,
+      options?: ContextDeleteOptions,
+    ): Promise<void> {
+      const { name, namespace } = targetOf(kind, target, options);
+      const uid = typeof target === "string" ? undefined : target.metadata.uid;
+      try {
+        await write(
+          kind,
+          "delete",
+          undefined,
+          () =>
+            client.delete(kind, name, {
+              namespace,
+              propagationPolicy: options?.propagationPolicy ?? "Background",
+              signal,
+            }),
+          { name, namespace, uid },
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
     },
     patchStatus,
     setCondition(obj: T, condition: ConditionInput): Promise<T> {
       // From the latest state this context knows (its own earlier writes included), so that
       // consecutive calls keep each other's conditions; guarded by that state's version.
-      const base = objectKey(obj) === key ? server : obj;
+      const base = objectKey(obj) === key ? latest : obj;
       const current = (base as { status?: { conditions?: Condition[] } }).status?.conditions;
       const next = setCondition(current, {
         ...condition,
@@ -136,6 +406,87 @@ export function reconcileContext<T extends KubeObject>(
       );
     },
   };
+  return {
+    ctx,
+    latest: () => latest,
+    async patchPrimary(make: (latest: T) => MergePatch<T>): Promise<T> {
+      const base = latest.metadata.resourceVersion;
+      return await write(
+        res,
+        "write",
+        base,
+        () =>
+          primaryWrite(() =>
+            client.patch(res, m.name!, make(latest), {
+              namespace: m.namespace,
+              fieldManager,
+              signal,
+            })
+          ),
+      );
+    },
+  };
+}
+
+/**
+ * `ctx.cache` while this primary has writes the cache has not shown: the cache, with the
+ * objects this controller created or changed shown as the server answered, and the ones it
+ * deleted left out.
+ */
+class OwnWritesReader implements CacheReader {
+  readonly #inner: CacheReader;
+  readonly #tracking: Tracking;
+  readonly #namespace: string | undefined;
+
+  constructor(inner: CacheReader, tracking: Tracking, namespace: string | undefined) {
+    this.#inner = inner;
+    this.#tracking = tracking;
+    this.#namespace = namespace;
+  }
+
+  get<U extends KubeObject>(
+    res: Resource<U>,
+    name: string,
+    options: CacheGetOptions = {},
+  ): U | undefined {
+    const cached = this.#inner.get(res, name, options);
+    const pending = this.#tracking.pending(res);
+    if (!pending.length) return cached;
+    const ns = res.namespaced ? options.namespace ?? this.#namespace : undefined;
+    const key = objectKey({ name, namespace: ns });
+    const w = pending.find((w) => w.key === key);
+    return w ? shown(cached, w) as U | undefined : cached;
+  }
+
+  list<U extends KubeObject>(res: Resource<U>, options: CacheListOptions = {}): U[] {
+    const cached = this.#inner.list(res, options);
+    const pending = this.#tracking.pending(res);
+    if (!pending.length) return cached;
+    const byKey = new Map<string, U>(cached.map((o) => [objectKey(o), o]));
+    for (const w of pending) {
+      const held = byKey.get(w.key);
+      const obj = shown(held, w) as U | undefined;
+      if (obj === held) continue;
+      if (obj && this.#tracking.matches(res, obj, options)) byKey.set(w.key, obj);
+      else byKey.delete(w.key);
+    }
+    return [...byKey.values()];
+  }
+}
+
+/** What the cache would show of an object after the write `w`. */
+function shown(cached: KubeObject | undefined, w: OwnWrite): KubeObject | undefined {
+  const rv = cached?.metadata.resourceVersion;
+  if (cached && w.rv && rv && (rv === w.rv || compareResourceVersions(rv, w.rv) > 0)) {
+    return cached;
+  }
+  if (cached && w.uid && cached.metadata.uid && cached.metadata.uid !== w.uid) return cached;
+  if (w.op === "delete") return w.object?.metadata.deletionTimestamp ? w.object : undefined;
+  return w.object ?? cached;
+}
+
+function sameKind(a: Resource<any>, b: Resource<any>): boolean {
+  return a.apiVersion === b.apiVersion && a.kind === b.kind;
 }
 
 /** Whether a merge patch holds a list anywhere (lists are replaced whole). */

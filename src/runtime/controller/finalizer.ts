@@ -211,6 +211,18 @@ export async function finalizer<T extends KubeObject, R>(
   }
 }
 
-function isRequeue(result: unknown): boolean {
+/**
+ * Whether a reconcile or finalize result asks for a requeue (`requeue(ms)`).
+ *
+ * @param result The result.
+ * @returns `true` for a {@linkcode Requeue}-shaped result.
+ *
+ * @example
+ * ```ts
+ * import { isRequeue } from "./finalizer.ts";
+ * if (!isRequeue({ requeueAfterMs: 5 }) || isRequeue(undefined)) throw new Error();
+ * ```
+ */
+export function isRequeue(result: unknown): boolean {
   return typeof result === "object" && result !== null && "requeueAfterMs" in result;
 }

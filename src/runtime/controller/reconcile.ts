@@ -25,6 +25,13 @@
  * - Objects that no longer exist are not reconciled.
  * - `reconcile` gets its own copy of the primary (mutating it changes nothing else); what
  *   `ctx.cache` and map functions return is frozen, so no reconcile can corrupt the cache.
+ * - Consistency after own writes: every write through the context records the
+ *   resourceVersion the server returned, and the next reconcile of the primary starts only
+ *   once the cache shows it (bounded, 5 s by default). Within a reconcile, `ctx.cache` shows
+ *   what `ctx.create`, `ctx.apply`, `ctx.update`, `ctx.patch` and `ctx.delete` did at once.
+ *   Status writes, conditions and the finalizer's add and removal use the newest state the
+ *   context knows, its own earlier writes included. The watch event of an own write (its
+ *   echo) starts no reconcile.
  * - Returning `undefined` ends the work for this change; `requeue(ms)` runs it again after
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
  *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
@@ -154,6 +161,65 @@ export interface ReconcileContext<T extends KubeObject> {
    */
   apply<U extends KubeObject>(res: Resource<U>, obj: ApplyObject<U>): Promise<U>;
   /**
+   * Creates `obj` after making the primary its controller owner (a namespaced `obj` without a
+   * namespace goes into the primary's; `metadata.generateName` works). Until the cache shows
+   * the new object, `ctx.cache` and the next reconciles of this primary count it as there
+   * (client-go's create expectations), so a reconcile right after a create never creates it
+   * again.
+   *
+   * @param res The kind of `obj`.
+   * @param obj The object, `metadata.name` or `metadata.generateName` set.
+   * @returns The object as stored.
+   * @throws {TypeError} When the primary cannot own `obj` (see `setControllerReference`).
+   * @throws {ApiError} When the server refuses the create, e.g. `isAlreadyExists(err)`.
+   */
+  create<U extends KubeObject>(res: Resource<U>, obj: U): Promise<U>;
+  /**
+   * Replaces `obj` (PUT, guarded by its `resourceVersion`): the primary or any object this
+   * controller caches. For the primary, a `resourceVersion` older than this context's own
+   * last write is replaced by that write's, so the context's earlier writes never make it
+   * stale.
+   *
+   * @param res The kind of `obj`.
+   * @param obj The whole object, e.g. a `structuredClone` of a cached one, changed.
+   * @returns The object as stored.
+   * @throws {ApiError} When the server refuses it; `isConflict(err)` when someone else
+   * changed the object since (the reconcile is retried with backoff on fresh state).
+   */
+  update<U extends KubeObject>(res: Resource<U>, obj: U): Promise<U>;
+  /**
+   * Merge-patches an object by name (RFC 7386; `null` removes a field). A namespaced object
+   * without `options.namespace` is taken from the primary's namespace.
+   *
+   * @param res The kind.
+   * @param target The object, or its name.
+   * @param patch The merge patch.
+   * @param options The namespace.
+   * @returns The object as stored.
+   * @throws {ApiError} When the server refuses the patch.
+   */
+  patch<U extends KubeObject>(
+    res: Resource<U>,
+    target: string | U,
+    patch: MergePatch<U>,
+    options?: ContextWriteOptions,
+  ): Promise<U>;
+  /**
+   * Deletes an object (one that is already gone is not an error). Until the cache shows the
+   * deletion, `ctx.cache` and the next reconciles of this primary no longer count it.
+   *
+   * @param res The kind.
+   * @param target The object, or its name.
+   * @param options The namespace and propagation policy.
+   * @returns A promise that resolves once the server accepted the deletion.
+   * @throws {ApiError} When the server refuses it (other than 404 Not Found).
+   */
+  delete<U extends KubeObject>(
+    res: Resource<U>,
+    target: string | U,
+    options?: ContextDeleteOptions,
+  ): Promise<void>;
+  /**
    * Merge-patches the status subresource of `obj` (a primary object). Skips the request
    * when the server's status (the cached one, or the last one this context wrote) already
    * holds these values — never judged from `obj`, which the reconcile may have changed.
@@ -186,6 +252,24 @@ export interface ReconcileContext<T extends KubeObject> {
    * changed since the state the conditions were computed from.
    */
   setCondition(obj: T, condition: ConditionInput): Promise<T>;
+}
+
+/** Options of `ctx.patch`. */
+export interface ContextWriteOptions {
+  /**
+   * The object's namespace.
+   * @default the target object's, else the primary's
+   */
+  namespace?: string;
+}
+
+/** Options of `ctx.delete`. */
+export interface ContextDeleteOptions extends ContextWriteOptions {
+  /**
+   * What happens to dependents: `Background`, `Foreground` or `Orphan`.
+   * @default "Background"
+   */
+  propagationPolicy?: "Background" | "Foreground" | "Orphan";
 }
 
 /** The `status` type of an object type, `never` when it has none. */

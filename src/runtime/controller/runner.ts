@@ -29,14 +29,35 @@
  *   owned object it applied just so, which the cache still holds with those fields, and a
  *   status patch it already wrote, are not sent again. A change by anyone else — to the
  *   primary or an owned object, or its deletion — is reconciled and written as before.
+ * - Read-your-own-writes: every write made through the reconcile context (apply, create,
+ *   update, patch, delete, status, finalizer add and removal) records the resourceVersion
+ *   the server returned. The next reconcile of that primary starts only once the cache
+ *   shows each of them (compared as integers, KEP-5504), so it never acts on a state older
+ *   than its own writes: a created object is there, a deleted one is gone. The key waits
+ *   without holding a worker, up to `cacheLagTimeoutMs`; past it the write is logged, counted
+ *   (`kubeno_controller_cache_lag_total{outcome="expired"}`) and the reconcile runs anyway,
+ *   with `ctx.cache` still showing the write as the server answered it.
+ * - A watch event that is exactly one of the controller's own writes (its echo) starts no
+ *   reconcile of the primary that wrote it; a change by anyone else in between does. So a
+ *   failing reconcile's own partial writes never cut its backoff short.
+ * - A write of the primary refused with 409 Conflict (someone else changed it) is retried
+ *   after the work queue's backoff, once the cache shows the state the server holds now.
  *
  * @module
  */
 import { getLogger } from "../../util/log.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
+import type { MergePatch } from "../../client/types.ts";
 import { EventRecorder } from "./events.ts";
-import { finalizer } from "./finalizer.ts";
+import {
+  addFinalizerPatch,
+  finalizerAction,
+  isRequeue,
+  removeFinalizerPatch,
+} from "./finalizer.ts";
+import { isNotFound } from "../../client/api_error.ts";
+import { deepFreeze } from "../../util/freeze.ts";
 import type { Informer } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
@@ -51,8 +72,10 @@ import { type Controller, type ReconcileResult, TerminalError } from "./reconcil
 import type { Resource } from "../../core/resource.ts";
 import { objectKey, parseObjectKey } from "../../core/object_key.ts";
 import { WorkQueue, type WorkQueueMetrics } from "../queue/workqueue.ts";
-import { reconcileContext } from "./_context.ts";
+import { createContext, type TrackedWrite } from "./_context.ts";
 import { WriteMemory } from "./_write_memory.ts";
+import { type CacheView, isEcho, type OwnWrite, OwnWrites } from "./_own_writes.ts";
+import type { TimerId } from "../../util/clock.ts";
 
 /** How a reconcile ended, as the `result` label of reconcile metrics. */
 export type ReconcileOutcome = "success" | "requeue" | "error" | "terminal";
@@ -72,10 +95,38 @@ export interface ReconcileSample {
 }
 
 /**
+ * Why a key was put in the work queue: an event of the primary, an owned or a watched
+ * object; a `requeue(ms)`; a failed reconcile's backoff; or the end of a wait for the cache
+ * to show the controller's own writes (`cache` when it did, `cache-timeout` when the bound
+ * passed first).
+ */
+export type QueueCause =
+  | "primary"
+  | "owns"
+  | "watches"
+  | "requeue"
+  | "error"
+  | "cache"
+  | "cache-timeout";
+
+/**
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
  * synchronously; they must be cheap and must not throw.
  */
 export interface ControllerMetricsHooks {
+  /** A key was put in the queue, and why: `kubeno_controller_queue_adds_total{cause}`. */
+  queued?(controller: string, cause: QueueCause): void;
+  /**
+   * A watch event was the echo of the controller's own write and queued nothing:
+   * `kubeno_controller_own_write_echoes_total`.
+   */
+  echo?(controller: string): void;
+  /**
+   * A reconcile waited for the cache to show the controller's own writes (`deferred`), or
+   * gave up on one that it did not show in time (`expired`):
+   * `kubeno_controller_cache_lag_total{outcome}`.
+   */
+  cacheLag?(controller: string, outcome: "deferred" | "expired"): void;
   /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
   reconcile?(sample: ReconcileSample): void;
   /** Workers busy now: `controller_runtime_active_workers`. */
@@ -119,9 +170,23 @@ export interface ControllerRuntimeOptions {
    * @default every object
    */
   shard?: { filter: ShardFilter; owned: boolean };
+  /**
+   * How long the next reconcile of a primary waits for the cache to show the writes the
+   * last one made (read-your-own-writes) before it runs without them.
+   * @default 5000
+   */
+  cacheLagTimeoutMs?: number;
 }
 
 type Handlers = () => void;
+const SEP = "\u0001";
+
+/** Writes of one kind a primary's reconcile is sending, and the events that came meanwhile. */
+interface Sending {
+  count: number;
+  events: { ev: ObjectEvent<KubeObject>; cause: QueueCause }[];
+  answers: { key: string; op: OwnWrite["op"]; rv: string | undefined; base: string | undefined }[];
+}
 const RESYNC_RETRY_MS = 1_000;
 
 /**
@@ -174,6 +239,15 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #inFlight = new Map<string, KubeObject>();
   readonly #idleWaiters = new Set<{ busy: () => boolean; resolve: () => void }>();
   readonly #owned: Set<string>;
+  // Read-your-own-writes: writes the cache has not shown, keys waiting for them.
+  readonly #writes = new OwnWrites();
+  readonly #deferred = new Map<string, TimerId>();
+  readonly #lagTimeoutMs: number;
+  readonly #tracked = new Map<string, CachedKind>();
+  readonly #view: CacheView;
+  // Writes being sent, by primary and kind: their events wait for the answers, to tell an
+  // echo (which may arrive before the answer) from news.
+  readonly #sending = new Map<string, Sending>();
   #active = 0;
   #started = false;
   #stopping = false;
@@ -195,6 +269,7 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#log = getLogger(["kubeno", "controller", controller.name]);
     this.#clock = options.clock ?? realClock;
     this.#shard = options.shard;
+    this.#lagTimeoutMs = options.cacheLagTimeoutMs ?? 5_000;
     this.queue = new WorkQueue<string>({
       name: controller.name,
       clock: this.#clock,
@@ -207,6 +282,14 @@ export class ControllerRuntime<T extends KubeObject> {
       sources.set(kindKey(kind.resource), this.#scoped(informers, kind));
     }
     const cached = (res: Resource<any>) => sources.get(kindKey(res))!;
+    for (const kind of controller.caches) this.#tracked.set(trackKind(kind.resource), kind);
+    this.#view = {
+      lookup: (kind, key) => {
+        const res = this.#tracked.get(kind)?.resource;
+        const inf = res && this.#reader.informerOf(res, parseObjectKey(key).namespace);
+        return inf && { object: inf.store.get(key), watermark: inf.store.resourceVersion };
+      },
+    };
     this.#reader = new InformerReader([...sources.values()], {
       owner: `controller "${controller.name}"`,
       hint: (res) => {
@@ -217,17 +300,29 @@ export class ControllerRuntime<T extends KubeObject> {
     const primarySource = cached(controller.resource);
     this.#primary = primarySource.informers as Informer<T>[];
     this.#primaryNamespaces = primarySource.namespaces;
+    const primaryKind = trackKind(controller.resource);
     for (const inf of this.#primary) {
       this.#watch(inf, (ev) => {
-        if (ev.type === "deleted") this.#memory.forgetStatus(objectKey(ev.object));
-        if (controller.predicates.every((p) => p(ev))) this.queue.add(objectKey(ev.object));
+        const key = objectKey(ev.object);
+        const echoes = this.#observe(primaryKind, ev);
+        if (ev.type === "deleted") {
+          this.#memory.forgetStatus(key);
+          this.#writes.forget(key);
+          this.#undefer(key);
+        }
+        if (echoes.has(key)) this.#metrics?.echo?.(controller.name);
+        else if (controller.predicates.every((p) => p(ev))) {
+          this.#enqueue(new Set([key]), echoes, "primary", primaryKind, ev);
+        }
       });
     }
     const primary = controller.resource;
     this.#owned = new Set(controller.owns.map(kindKey));
     for (const owned of controller.owns) {
+      const kind = trackKind(owned);
       for (const inf of cached(owned).informers) {
         this.#watch(inf, (ev) => {
+          const echoes = this.#observe(kind, ev);
           if (ev.type === "deleted") this.#memory.forgetApplied(ownedKey(owned, ev.object));
           const keys = new Set<string>();
           for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
@@ -238,13 +333,23 @@ export class ControllerRuntime<T extends KubeObject> {
             const namespace = primary.namespaced ? obj.metadata.namespace : undefined;
             keys.add(objectKey({ namespace, name: ref.name }));
           }
-          this.#enqueue(keys);
+          this.#enqueue(keys, echoes, "owns", kind, ev);
         });
       }
     }
+    // Read kinds queue nothing, but their events confirm the writes this controller made.
+    for (const kind of controller.caches) {
+      if (kind.roles.some((r) => r !== "reads")) continue;
+      const tk = trackKind(kind.resource);
+      for (const inf of cached(kind.resource).informers) {
+        this.#watch(inf, (ev) => void this.#observe(tk, ev));
+      }
+    }
     for (const w of controller.watches) {
+      const kind = trackKind(w.resource);
       for (const inf of cached(w.resource).informers) {
         this.#watch(inf, (ev) => {
+          const echoes = this.#observe(kind, ev);
           if (!(w.predicates ?? []).every((p) => p(ev))) return;
           const keys = new Set<string>();
           for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
@@ -252,7 +357,7 @@ export class ControllerRuntime<T extends KubeObject> {
               keys.add(typeof k === "string" ? k : objectKey(k));
             }
           }
-          this.#enqueue(keys);
+          this.#enqueue(keys, echoes, "watches", kind, ev);
         });
       }
     }
@@ -345,6 +450,7 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#stopping = true;
     this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
     for (const remove of this.#removers.splice(0)) remove();
+    for (const key of [...this.#deferred.keys()]) this.#undefer(key);
     const timeout = new AbortController();
     const timedOut = this.#clock.sleep(timeoutMs, timeout.signal).then(() => false, () => false);
     const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
@@ -408,9 +514,144 @@ export class ControllerRuntime<T extends KubeObject> {
 
   // One add per key and event: the old and new state of an object usually map to the same
   // primaries, and a key handed to a waiting worker by the first add would be queued again
-  // by the second.
-  #enqueue(keys: Set<string>): void {
-    for (const k of keys) this.queue.add(k);
+  // by the second. A primary whose own write this event is the echo of is not queued.
+  // An event for a primary that is sending a write of this kind waits for the answer.
+  #enqueue(
+    keys: Set<string>,
+    echoes: ReadonlySet<string>,
+    cause: QueueCause,
+    kind: string,
+    ev: ObjectEvent<KubeObject>,
+  ): void {
+    for (const k of keys) {
+      if (echoes.has(k)) this.#metrics?.echo?.(this.controller.name);
+      else {
+        const sending = this.#sending.get(k + SEP + kind);
+        if (sending) sending.events.push({ ev, cause });
+        else this.#add(k, cause);
+      }
+    }
+  }
+
+  /** A write of `res` made while reconciling `primary` is about to be sent. */
+  #begin(primary: string, res: Resource<any>): (w: TrackedWrite | undefined) => void {
+    const id = primary + SEP + trackKind(res);
+    let sending = this.#sending.get(id);
+    if (!sending) this.#sending.set(id, sending = { count: 0, events: [], answers: [] });
+    const s = sending;
+    s.count++;
+    let settled = false;
+    return (w) => {
+      if (settled) return;
+      settled = true;
+      if (w) {
+        this.#record(primary, res, w);
+        s.answers.push({
+          key: objectKey({ name: w.name, namespace: w.namespace }),
+          op: w.op,
+          rv: w.answer?.metadata.resourceVersion,
+          base: w.base,
+        });
+      }
+      if (--s.count > 0) return;
+      this.#sending.delete(id);
+      // Events that came while the writes were on their way: echoes of them, or news.
+      let news: QueueCause | undefined;
+      for (const { ev, cause } of s.events) {
+        const key = objectKey(ev.object);
+        const old = ev.type === "modified" ? ev.old?.metadata.resourceVersion : undefined;
+        const echo = s.answers.some((a) =>
+          a.key === key && isEcho(a, ev.type, ev.object.metadata.resourceVersion, old)
+        );
+        if (echo) this.#metrics?.echo?.(this.controller.name);
+        else news ??= cause;
+      }
+      if (news) this.#add(primary, news);
+    };
+  }
+
+  #add(key: string, cause: QueueCause): void {
+    this.#metrics?.queued?.(this.controller.name, cause);
+    this.queue.add(key);
+  }
+
+  /**
+   * Takes in one event of a cached kind: confirms the controller's writes it shows, wakes
+   * the keys that waited for them, and returns the primaries it is the echo of.
+   */
+  #observe<U extends KubeObject>(kind: string, ev: ObjectEvent<U>): ReadonlySet<string> {
+    const { echoes, touched } = this.#writes.observe(
+      kind,
+      ev.type,
+      ev.object,
+      ev.type === "modified" ? ev.old : undefined,
+    );
+    for (const key of touched) if (this.#deferred.has(key)) this.#wake(key);
+    return echoes;
+  }
+
+  /** Records a write made while reconciling `primary`, when the cache will show it. */
+  #record(primary: string, res: Resource<any>, w: TrackedWrite): void {
+    const kind = trackKind(res);
+    const cachedKind = this.#tracked.get(kind);
+    if (!cachedKind || !this.#reader.informerOf(cachedKind.resource, w.namespace)) return;
+    const answer = w.answer;
+    // Only writes the cache will show: not one outside its label selector or shard (a field
+    // selector cannot be judged here, so such a kind is not waited for).
+    if (cachedKind.fieldSelector) return;
+    if (answer && cachedKind.labelSelector) {
+      const selector = { labelSelector: cachedKind.labelSelector };
+      if (!this.#reader.matches(cachedKind.resource, answer, selector)) return;
+    }
+    const shard = this.#shard;
+    if (answer && shard && this.#sharded(cachedKind) && !shard.filter.matches(answer)) return;
+    const isPrimary = kind === trackKind(this.controller.resource);
+    this.#writes.record(primary, {
+      kind,
+      key: objectKey({ name: w.name, namespace: w.namespace }),
+      op: w.op,
+      rv: answer?.metadata.resourceVersion,
+      base: w.base,
+      uid: w.uid,
+      // What ctx.cache shows until the cache has it; the primary is the context's own.
+      object: answer && !isPrimary ? deepFreeze(structuredClone(answer)) : undefined,
+      at: this.#clock.now(),
+    });
+  }
+
+  #sharded(kind: CachedKind): boolean {
+    return kind.roles.includes("primary") ||
+      (!!this.#shard?.owned && kind.resource.namespaced && kind.roles.includes("owns"));
+  }
+
+  /** Puts `key` aside until the cache shows `waiting` (or the bound passes). */
+  #defer(key: string, waiting: readonly OwnWrite[]): void {
+    if (this.#deferred.has(key)) return;
+    this.#metrics?.cacheLag?.(this.controller.name, "deferred");
+    const oldest = Math.min(...waiting.map((w) => w.at));
+    const due = Math.max(0, oldest + this.#lagTimeoutMs - this.#clock.now());
+    this.#deferred.set(
+      key,
+      this.#clock.setTimeout(() => {
+        if (!this.#deferred.delete(key)) return;
+        this.#add(key, "cache-timeout");
+      }, due),
+    );
+  }
+
+  #undefer(key: string): void {
+    const id = this.#deferred.get(key);
+    if (id === undefined) return;
+    this.#clock.clearTimeout(id);
+    this.#deferred.delete(key);
+  }
+
+  /** Queues a deferred key once the cache shows every write it waited for. */
+  #wake(key: string): void {
+    const lag = this.#writes.lagging(key, this.#view, this.#clock.now(), this.#lagTimeoutMs);
+    if (lag.waiting.length) return;
+    this.#undefer(key);
+    this.#add(key, "cache");
   }
 
   #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: ObjectEvent<U>) => void): void {
@@ -457,8 +698,31 @@ export class ControllerRuntime<T extends KubeObject> {
     const cached = this.#get(key);
     if (!cached) {
       this.queue.forget(key);
+      this.#writes.forget(key);
       return;
     }
+    // Read-your-own-writes: not before the cache shows what the last reconciles wrote.
+    const lag = this.#writes.lagging(key, this.#view, this.#clock.now(), this.#lagTimeoutMs);
+    for (const w of lag.expired) {
+      this.#metrics?.cacheLag?.(this.controller.name, "expired");
+      this.#log.warn(
+        "Cache of {kind} {object} did not show the {op} of resourceVersion {rv} by controller {controller} within {ms} ms; reconciling {key} without waiting for it",
+        {
+          kind: w.kind.split("\u0000")[1],
+          object: w.key,
+          op: w.op,
+          rv: w.rv ?? "",
+          controller: this.controller.name,
+          ms: this.#lagTimeoutMs,
+          key,
+        },
+      );
+    }
+    if (lag.waiting.length) {
+      this.#defer(key, lag.waiting);
+      return;
+    }
+    this.#undefer(key);
     // In flight from the moment it was read from the cache, with no await in between: a
     // share leaving the cache either takes this object out first or waits for it.
     this.#inFlight.set(key, cached);
@@ -474,7 +738,7 @@ export class ControllerRuntime<T extends KubeObject> {
       reconcileID: crypto.randomUUID(),
       key,
     });
-    const ctx = reconcileContext({
+    const handle = createContext({
       controller: c,
       client: this.#client,
       events: this.#events,
@@ -485,6 +749,11 @@ export class ControllerRuntime<T extends KubeObject> {
       cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
       signal: this.#abort.signal,
       memory: this.#memory,
+      tracking: {
+        begin: (res) => this.#begin(key, res),
+        pending: (res) => this.#writes.of(key, trackKind(res)),
+        matches: (res, o, opts) => this.#reader.matches(res, o, opts),
+      },
       owned: (kind, name, namespace) => {
         if (!this.#owned.has(kindKey(kind))) return undefined;
         const ns = kind.namespaced ? namespace : undefined;
@@ -497,25 +766,44 @@ export class ControllerRuntime<T extends KubeObject> {
         return { key: ownedKey(kind, { metadata: { name, namespace: ns } }), cached };
       },
     });
+    const ctx = handle.ctx;
     const started = performance.now();
     let result: ReconcileOutcome;
     let error: unknown;
     try {
       let r: ReconcileResult;
-      if (c.finalizer) {
-        r = await finalizer(
-          this.#client,
-          c.resource,
-          c.finalizer,
-          obj,
-          (ev) => ev.type === "apply" ? c.reconcile(ev.object, ctx) : c.finalize!(ev.object, ctx),
-          { fieldManager: c.fieldManager, signal: this.#abort.signal },
-        );
-      } else {
-        r = await c.reconcile(obj, ctx);
+      const f = c.finalizer;
+      // The finalizer writes go through the context: computed from and guarded by the
+      // newest state it knows (the reconcile's own status writes included).
+      switch (f ? finalizerAction(obj, f) : "apply") {
+        case "none":
+          r = undefined;
+          break;
+        case "add": {
+          const updated = await handle.patchPrimary((latest) =>
+            addFinalizerPatch(latest, f!) as MergePatch<T>
+          );
+          r = await c.reconcile(structuredClone(updated), ctx);
+          break;
+        }
+        case "apply":
+          r = await c.reconcile(obj, ctx);
+          break;
+        case "cleanup":
+          r = await c.finalize!(obj, ctx);
+          if (isRequeue(r)) break;
+          try {
+            await handle.patchPrimary((latest) =>
+              removeFinalizerPatch(latest, f!) as MergePatch<T>
+            );
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+          break;
       }
       this.queue.forget(key);
       if (r && typeof r.requeueAfterMs === "number") {
+        this.#metrics?.queued?.(c.name, "requeue");
         this.queue.addAfter(key, r.requeueAfterMs);
         result = "requeue";
       } else {
@@ -534,6 +822,7 @@ export class ControllerRuntime<T extends KubeObject> {
         this.#events.warning(obj, "ReconcileFailed", message);
       } else {
         result = "error";
+        this.#metrics?.queued?.(c.name, "error");
         this.queue.addRateLimited(key);
         log.warn("Reconcile of {key} failed, retry {retry}: {error}", {
           key,
@@ -555,6 +844,11 @@ export class ControllerRuntime<T extends KubeObject> {
 /** An owned object's identity in the write memory: its kind and object key. */
 function ownedKey(res: Resource<any>, obj: KubeObject): string {
   return `${kindKey(res)}\u0000${objectKey(obj)}`;
+}
+
+/** A kind as the write tracker names it: full and metadata-only caches count as one. */
+function trackKind(res: Resource<any>): string {
+  return `${res.apiVersion}\u0000${res.kind}`;
 }
 
 function kindKey(res: Resource<any>): string {

@@ -1,0 +1,248 @@
+// A controller's writes that its cache has not shown yet, per primary: read-your-own-writes
+// and create/delete expectations (client-go's ReplicaSet expectations, Kubernetes 1.36's
+// KEP-5647 "skip until the informer caught up", Java Operator SDK's own-write cache).
+//
+// Every write made through a reconcile context records the resourceVersion the server
+// returned. The next reconcile of that primary starts only once each recorded write is in
+// the cache, judged with comparable resourceVersions (KEP-5504):
+//
+// - a write or create: the cached object's resourceVersion is at least the written one, or
+//   the object is absent while the cache as a whole is past that version (someone else
+//   deleted it since);
+// - a delete: the object is gone from the cache (or the cache holds another object, a new
+//   uid, of that name), or shows the deletion (its resourceVersion at least the one the
+//   delete returned, `deletionTimestamp` set).
+//
+// Where resourceVersions are not comparable (an older or foreign server), a write is in the
+// cache once a watch event carried exactly its resourceVersion (events arrive in order).
+// A write the cache never shows within the bound expires: the runner logs it and goes on.
+//
+// A watch event that is exactly one of these writes — its new resourceVersion the written
+// one, its old one the version the write was made on — is the write's echo: it starts no
+// reconcile of the primary that wrote it (anything else changed in between gives another
+// old version, and does).
+import type { KubeObject } from "../../core/object.ts";
+import { compareResourceVersions } from "./_write_memory.ts";
+
+/** What a recorded write did. */
+export type OwnWriteOp = "write" | "create" | "delete";
+
+/** One write made through a reconcile context. */
+export interface OwnWrite {
+  /** The object's kind: `apiVersion` and `kind`. */
+  readonly kind: string;
+  /** The object's key, `namespace/name` or `name`. */
+  readonly key: string;
+  readonly op: OwnWriteOp;
+  /** The resourceVersion the server returned (none for a delete that returned a Status). */
+  readonly rv: string | undefined;
+  /** The resourceVersion the write was made on; none for a create. */
+  readonly base: string | undefined;
+  /** The object's uid, when known. */
+  readonly uid: string | undefined;
+  /** The server's answer (frozen), what `ctx.cache` shows until the cache has it. */
+  readonly object: KubeObject | undefined;
+  /** Clock time of the write. */
+  readonly at: number;
+}
+
+/** How a cache looks from the tracker: one object, and how far its informer has got. */
+export interface CacheView {
+  /**
+   * The informer's view of one object of a kind, or `undefined` when this controller does
+   * not cache that kind in that namespace (its writes are then not waited for).
+   */
+  lookup(kind: string, key: string): {
+    object: KubeObject | undefined;
+    /** The resourceVersion of the informer's latest list or event. */
+    watermark: string | undefined;
+  } | undefined;
+}
+
+/** What {@linkcode OwnWrites.lagging} found for one primary. */
+export interface Lag {
+  /** Writes the cache has not shown yet, within the bound. */
+  readonly waiting: readonly OwnWrite[];
+  /** Writes it has not shown past the bound: given up on (now forgotten). */
+  readonly expired: readonly OwnWrite[];
+}
+
+const SEP = "\u0001";
+const NONE: ReadonlySet<string> = new Set();
+
+/** The writes of one controller that its cache has not shown yet. */
+export class OwnWrites {
+  // primary key -> object id -> its latest write
+  readonly #byPrimary = new Map<string, Map<string, OwnWrite>>();
+  // object id -> primaries with a write to it
+  readonly #byObject = new Map<string, Set<string>>();
+
+  /**
+   * Records a write made while reconciling `primary`; it replaces an earlier one to the
+   * same object.
+   *
+   * @param primary The primary's key.
+   * @param write The write.
+   */
+  record(primary: string, write: OwnWrite): void {
+    const id = write.kind + SEP + write.key;
+    let writes = this.#byPrimary.get(primary);
+    if (!writes) this.#byPrimary.set(primary, writes = new Map());
+    writes.set(id, write);
+    let primaries = this.#byObject.get(id);
+    if (!primaries) this.#byObject.set(id, primaries = new Set());
+    primaries.add(primary);
+  }
+
+  /**
+   * The writes of `primary` not yet confirmed, e.g. for `ctx.cache` to show.
+   *
+   * @param primary The primary's key.
+   * @param kind Only writes to this kind.
+   * @returns The writes.
+   */
+  of(primary: string, kind?: string): OwnWrite[] {
+    const writes = this.#byPrimary.get(primary);
+    if (!writes) return [];
+    const out = [...writes.values()];
+    return kind === undefined ? out : out.filter((w) => w.kind === kind);
+  }
+
+  /**
+   * Takes in one watch event of the cache: confirms the writes it shows, and tells whose
+   * writes it is exactly the echo of.
+   *
+   * @param kind The event object's kind.
+   * @param type The event type.
+   * @param object The object as the event carries it.
+   * @param old The previous object, for `modified`.
+   * @returns `echoes`: primaries whose own write this event is (they need no reconcile for
+   * it); `touched`: primaries with a write to this object, which may have caught up now.
+   */
+  observe(
+    kind: string,
+    type: "added" | "modified" | "deleted",
+    object: KubeObject,
+    old: KubeObject | undefined,
+  ): { echoes: ReadonlySet<string>; touched: ReadonlySet<string> } {
+    if (this.#byObject.size === 0) return { echoes: NONE, touched: NONE };
+    const id = kind + SEP + keyOf(object);
+    const primaries = this.#byObject.get(id);
+    if (!primaries) return { echoes: NONE, touched: NONE };
+    const rv = object.metadata.resourceVersion;
+    const echoes = new Set<string>();
+    const touched = new Set(primaries);
+    for (const p of touched) {
+      const w = this.#byPrimary.get(p)?.get(id);
+      if (!w) {
+        primaries.delete(p);
+        continue;
+      }
+      if (isEcho(w, type, rv, old?.metadata.resourceVersion)) echoes.add(p);
+      if (type === "deleted" || confirms(rv, w.rv)) this.#drop(p, id);
+    }
+    return { echoes, touched };
+  }
+
+  /**
+   * Checks the writes of `primary` against the cache: forgets those it shows and those past
+   * `timeoutMs`, and returns both kinds of what it does not show.
+   *
+   * @param primary The primary's key.
+   * @param view The cache.
+   * @param now Clock time.
+   * @param timeoutMs How long a write may stay unseen.
+   * @returns The writes still waited for, and those that expired.
+   */
+  lagging(primary: string, view: CacheView, now: number, timeoutMs: number): Lag {
+    const writes = this.#byPrimary.get(primary);
+    if (!writes) return { waiting: [], expired: [] };
+    const waiting: OwnWrite[] = [];
+    const expired: OwnWrite[] = [];
+    for (const [id, w] of writes) {
+      const seen = view.lookup(w.kind, w.key);
+      if (!seen || inCache(w, seen.object, seen.watermark)) {
+        this.#drop(primary, id);
+      } else if (now - w.at >= timeoutMs) {
+        expired.push(w);
+        this.#drop(primary, id);
+      } else {
+        waiting.push(w);
+      }
+    }
+    return { waiting, expired };
+  }
+
+  /**
+   * Forgets every write of `primary` (it was deleted).
+   *
+   * @param primary The primary's key.
+   */
+  forget(primary: string): void {
+    for (const id of [...(this.#byPrimary.get(primary)?.keys() ?? [])]) this.#drop(primary, id);
+  }
+
+  /** Primaries with writes not yet confirmed, for tests and metrics. */
+  get size(): number {
+    return this.#byPrimary.size;
+  }
+
+  #drop(primary: string, id: string): void {
+    const writes = this.#byPrimary.get(primary);
+    writes?.delete(id);
+    if (writes?.size === 0) this.#byPrimary.delete(primary);
+    const primaries = this.#byObject.get(id);
+    primaries?.delete(primary);
+    if (primaries?.size === 0) this.#byObject.delete(id);
+  }
+}
+
+/** The object key of an object, as `objectKey` makes it. */
+function keyOf(obj: KubeObject): string {
+  const ns = obj.metadata.namespace;
+  return ns ? `${ns}/${obj.metadata.name}` : obj.metadata.name ?? "";
+}
+
+/** Whether an event at `rv` shows a write that returned `written`. */
+function confirms(rv: string | undefined, written: string | undefined): boolean {
+  if (rv === undefined || written === undefined) return false;
+  // Not comparable: only the write's own version confirms it (NaN >= 0 is false).
+  return rv === written || compareResourceVersions(rv, written) >= 0;
+}
+
+/**
+ * Whether an event is exactly the write `w`: its new resourceVersion the written one and its
+ * old one the version the write was made on (or, for `added`, a create; for `deleted`, a
+ * delete).
+ */
+export function isEcho(
+  w: Pick<OwnWrite, "op" | "rv" | "base">,
+  type: "added" | "modified" | "deleted",
+  rv: string | undefined,
+  oldRv: string | undefined,
+): boolean {
+  if (type === "deleted") return w.op === "delete" && (w.rv === undefined || rv === w.rv);
+  if (w.rv === undefined || rv !== w.rv) return false;
+  if (type === "added") return w.op === "create";
+  return w.base !== undefined && oldRv === w.base;
+}
+
+/** Whether the cache's view of the object shows the write. */
+function inCache(
+  w: OwnWrite,
+  cached: KubeObject | undefined,
+  watermark: string | undefined,
+): boolean {
+  if (w.op === "delete") {
+    if (!cached) return true;
+    if (w.uid && cached.metadata.uid && cached.metadata.uid !== w.uid) return true;
+    return !!cached.metadata.deletionTimestamp && confirms(cached.metadata.resourceVersion, w.rv);
+  }
+  if (cached) {
+    if (w.uid && cached.metadata.uid && cached.metadata.uid !== w.uid) return true;
+    return w.rv === undefined || confirms(cached.metadata.resourceVersion, w.rv);
+  }
+  // Absent: not shown yet, or shown and deleted since by someone else (the cache is past it).
+  return w.rv !== undefined && watermark !== undefined &&
+    compareResourceVersions(watermark, w.rv) >= 0;
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../core/object.ts";
+import { type CacheView, type OwnWrite, OwnWrites } from "./_own_writes.ts";
+
+const CM = "v1\u0000ConfigMap";
+
+function obj(name: string, rv: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
+  return { metadata: { name, namespace: "ns", resourceVersion: rv, uid: `uid-${name}`, ...extra } };
+}
+
+function write(op: OwnWrite["op"], name: string, rv: string | undefined, base?: string): OwnWrite {
+  return {
+    kind: CM,
+    key: `ns/${name}`,
+    op,
+    rv,
+    base,
+    uid: `uid-${name}`,
+    object: rv ? obj(name, rv) : undefined,
+    at: 1_000,
+  };
+}
+
+/** A cache of ConfigMaps in namespace ns, at a watermark. */
+function view(objects: KubeObject[], watermark: string): CacheView {
+  const byKey = new Map(objects.map((o) => [`ns/${o.metadata.name}`, o]));
+  return {
+    lookup: (kind, key) => kind === CM ? { object: byKey.get(key), watermark } : undefined,
+  };
+}
+
+Deno.test("OwnWrites: a write waits until the cache holds its resourceVersion or newer", () => {
+  const w = new OwnWrites();
+  w.record("p", write("write", "a", "20", "10"));
+  assert.equal(w.lagging("p", view([obj("a", "10")], "15"), 1_100, 5_000).waiting.length, 1);
+  assert.equal(w.lagging("p", view([obj("a", "25")], "25"), 1_100, 5_000).waiting.length, 0);
+  assert.equal(w.size, 0, "confirmed writes are forgotten");
+  // Compared as integers, not as strings: "9" < "10".
+  w.record("p", write("write", "a", "10", "9"));
+  assert.equal(w.lagging("p", view([obj("a", "9")], "9"), 1_100, 5_000).waiting.length, 1);
+});
+
+Deno.test("OwnWrites: a create waits for the object; an object deleted since by someone else does not hold it", () => {
+  const w = new OwnWrites();
+  w.record("p", write("create", "new", "30"));
+  assert.equal(w.lagging("p", view([], "29"), 1_100, 5_000).waiting.length, 1);
+  // The cache is past the create and has no such object: it was deleted since.
+  assert.equal(w.lagging("p", view([], "31"), 1_100, 5_000).waiting.length, 0);
+});
+
+Deno.test("OwnWrites: a delete waits until the object is gone, or recreated with another uid", () => {
+  const w = new OwnWrites();
+  w.record("p", write("delete", "old", "40"));
+  assert.equal(w.lagging("p", view([obj("old", "35")], "39"), 1_100, 5_000).waiting.length, 1);
+  assert.equal(
+    w.lagging("p", view([obj("old", "45", { uid: "other" })], "45"), 1_100, 5_000).waiting.length,
+    0,
+  );
+  w.record("p", write("delete", "old", "40"));
+  assert.equal(w.lagging("p", view([], "39"), 1_100, 5_000).waiting.length, 0);
+});
+
+Deno.test("OwnWrites: a write the cache never shows expires after the bound", () => {
+  const w = new OwnWrites();
+  w.record("p", write("create", "lost", "50"));
+  const early = w.lagging("p", view([], "10"), 5_999, 5_000);
+  assert.equal(early.waiting.length, 1);
+  const late = w.lagging("p", view([], "10"), 6_000, 5_000);
+  assert.equal(late.waiting.length, 0);
+  assert.deepEqual(late.expired.map((x) => x.key), ["ns/lost"]);
+  assert.equal(w.size, 0);
+});
+
+Deno.test("OwnWrites: an event that is exactly the write is its echo; one with another base is not", () => {
+  const w = new OwnWrites();
+  w.record("p", write("write", "a", "20", "10"));
+  w.record("q", write("write", "b", "21", "11"));
+  const other = w.observe(CM, "modified", obj("a", "20"), obj("a", "15"));
+  assert.equal(other.echoes.size, 0, "someone else wrote 15 in between");
+  assert.deepEqual([...other.touched], ["p"]);
+  assert.deepEqual(w.of("p"), [], "the event confirms the write all the same");
+  const echo = w.observe(CM, "modified", obj("b", "21"), obj("b", "11"));
+  assert.deepEqual([...echo.echoes], ["q"]);
+  w.record("p", write("create", "c", "30"));
+  assert.deepEqual([...w.observe(CM, "added", obj("c", "30"), undefined).echoes], ["p"]);
+  w.record("p", write("delete", "c", "31"));
+  assert.deepEqual([...w.observe(CM, "deleted", obj("c", "31"), undefined).echoes], ["p"]);
+  assert.equal(w.size, 0);
+});
+
+Deno.test("OwnWrites: resourceVersions that are not comparable confirm only by an event of exactly the write", () => {
+  const w = new OwnWrites();
+  w.record("p", write("write", "a", "opaque-b", "opaque-a"));
+  assert.equal(
+    w.lagging("p", view([obj("a", "opaque-c")], "opaque-c"), 1_100, 5_000).waiting.length,
+    1,
+  );
+  w.observe(CM, "modified", obj("a", "opaque-b"), obj("a", "opaque-a"));
+  assert.equal(w.size, 0);
+});
+
+Deno.test("OwnWrites: a kind the controller does not cache is not waited for; forget drops a primary", () => {
+  const w = new OwnWrites();
+  w.record("p", { ...write("write", "a", "20", "10"), kind: "v1\u0000Secret" });
+  assert.equal(w.lagging("p", view([], "1"), 1_100, 5_000).waiting.length, 0);
+  w.record("p", write("write", "a", "20", "10"));
+  w.forget("p");
+  assert.equal(w.size, 0);
+  assert.equal(w.observe(CM, "modified", obj("a", "20"), obj("a", "10")).echoes.size, 0);
+});
