@@ -225,3 +225,60 @@ export async function serviceAccountToken(
   if (token.status !== 201) throw new Error(`Cannot get a token of ${name}: ${token.status}`);
   return { authorization: `Bearer ${token.body.status.token}` };
 }
+
+/** An example operator running as a user runs it, see {@linkcode startExample}. */
+export interface RunningExample {
+  /** The process. */
+  readonly proc: Deno.ChildProcess;
+  /** Everything it wrote to stderr so far. */
+  logs(): string;
+  /** The stderr lines that match `re`. */
+  lines(re: RegExp): string[];
+  /**
+   * Sends `signal` (unless it exited) and waits for the exit and the end of its output.
+   *
+   * @param signal The signal.
+   * @returns The exit status.
+   */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts `deno run -A --quiet <example> run <args>`, the way the examples' headers say to run
+ * them, collecting stderr (where the operator logs).
+ *
+ * @param example The example's path.
+ * @param args Flags after `run`.
+ * @param env The environment to add.
+ * @returns The running operator.
+ */
+export function startExample(
+  example: string,
+  args: string[],
+  env: Record<string, string>,
+): RunningExample {
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", example, "run", ...args],
+    env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let logs = "";
+  const pump = (async () => {
+    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
+  })();
+  return {
+    proc,
+    logs: () => logs,
+    lines: (re) => logs.split("\n").filter((l) => re.test(l)),
+    async stop(signal = "SIGTERM") {
+      try {
+        proc.kill(signal);
+      } catch { /* exited */ }
+      const status = await proc.status;
+      await pump.catch(() => {});
+      return status;
+    },
+  };
+}

@@ -8,7 +8,7 @@ import { createClient, Event, isNotFound, Job, Namespace } from "../mod.ts";
 import { startControlPlane, startLagProxy } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
 import { CronJob, type CronJobObject, SCHEDULED_AT } from "../examples/cronjob.ts";
-import { waitFor } from "./_helpers.ts";
+import { startExample, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
 const NS = "default";
@@ -102,30 +102,13 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
       const ns = "lag";
       await client.create(Namespace, { metadata: { name: ns } });
       const metricsPort = freePort();
-      const lagged = new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          "--quiet",
-          EXAMPLE,
-          "run",
-          `--kubeconfig=${proxy.kubeconfigPath}`,
-          `--namespace=${ns}`,
-          `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-          "--metrics-secure=false",
-          "--health-probe-bind-address=0",
-        ],
-        env,
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }).spawn();
-      let laggedLogs = "";
-      const pump = (async () => {
-        for await (const chunk of lagged.stderr.pipeThrough(new TextDecoderStream())) {
-          laggedLogs += chunk;
-        }
-      })();
+      const lagged = startExample(EXAMPLE, [
+        `--kubeconfig=${proxy.kubeconfigPath}`,
+        `--namespace=${ns}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        "--metrics-secure=false",
+        "--health-probe-bind-address=0",
+      ], env);
       const laggedJobs = async (cron: string) =>
         (await client.list(Job, { namespace: ns })).items.filter((j) =>
           j.metadata.ownerReferences?.some((o) => o.kind === "CronJob" && o.name === cron)
@@ -189,40 +172,21 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
           await client.delete(CronJob, name, { namespace: ns });
         }
       } catch (err) {
-        console.log(`lagged operator log:\n${laggedLogs.split("\n").slice(-60).join("\n")}`);
+        console.log(`lagged operator log:\n${lagged.logs().split("\n").slice(-60).join("\n")}`);
         throw err;
       } finally {
-        try {
-          lagged.kill("SIGTERM");
-        } catch { /* exited */ }
-        await lagged.status;
-        await pump.catch(() => {});
+        await lagged.stop();
       }
     },
   );
 
-  const operator = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      EXAMPLE,
-      "run",
-      kubeconfig,
-      `--namespace=${NS}`,
-      "--metrics-bind-address=0",
-      "--health-probe-bind-address=0",
-    ],
-    env,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let logs = "";
-  const logPump = (async () => {
-    for await (const chunk of operator.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
-  })();
-  const logLines = (re: RegExp) => logs.split("\n").filter((l) => re.test(l));
+  const operator = startExample(EXAMPLE, [
+    kubeconfig,
+    `--namespace=${NS}`,
+    "--metrics-bind-address=0",
+    "--health-probe-bind-address=0",
+  ], env);
+  const logLines = operator.lines;
 
   try {
     await t.step(
@@ -402,17 +366,11 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
     });
 
     await t.step("SIGTERM: the operator drains and exits 0", async () => {
-      operator.kill("SIGTERM");
-      const status = await operator.status;
-      await logPump;
-      const tail = logs.split("\n").slice(-30).join("\n");
+      const status = await operator.stop("SIGTERM");
+      const tail = operator.logs().split("\n").slice(-30).join("\n");
       assert.equal(status.code, 0, `exit ${status.code}; logs:\n${tail}`);
     });
   } finally {
-    try {
-      operator.kill("SIGKILL");
-    } catch { /* exited */ }
-    await operator.status;
-    await logPump.catch(() => {});
+    await operator.stop("SIGKILL");
   }
 });

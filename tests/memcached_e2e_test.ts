@@ -23,7 +23,7 @@ import {
 import { startControlPlane, startLagProxy } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
 import { Memcached, type MemcachedObject } from "../examples/memcached.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { startExample, uniqueName, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/memcached.ts", import.meta.url).pathname;
 const ENV = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
@@ -33,38 +33,20 @@ const MAX_RECONCILES_PER_OBJECT = 20;
 /** The operator as a user runs it, its JSON log lines collected. */
 function runOperator(kubeconfig: string, namespace: string) {
   const metricsPort = freePort();
-  const proc = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      EXAMPLE,
-      "run",
-      `--kubeconfig=${kubeconfig}`,
-      `--namespace=${namespace}`,
-      `--watch-namespace=${namespace}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-      "--metrics-secure=false",
-      "--health-probe-bind-address=0",
-      "--log-format=json",
-    ],
-    env: ENV,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  const pump = (async () => {
-    let rest = "";
-    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) {
-      const parts = (rest + chunk).split("\n");
-      rest = parts.pop()!;
-      lines.push(...parts.filter((l) => l.trim()));
-    }
-    if (rest.trim()) lines.push(rest);
-  })();
+  const op = startExample(EXAMPLE, [
+    `--kubeconfig=${kubeconfig}`,
+    `--namespace=${namespace}`,
+    `--watch-namespace=${namespace}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    "--metrics-secure=false",
+    "--health-probe-bind-address=0",
+    "--log-format=json",
+  ], ENV);
   return {
-    lines,
+    /** Its log lines so far. */
+    get lines(): string[] {
+      return op.lines(/\S/);
+    },
     /** The samples of controller_runtime_reconcile_total for the memcached controller. */
     async reconciles(): Promise<Map<string, number>> {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -77,14 +59,7 @@ function runOperator(kubeconfig: string, namespace: string) {
       return byResult;
     },
     /** SIGTERM, then the exit status once the log is read to its end. */
-    async stop(): Promise<Deno.CommandStatus> {
-      try {
-        proc.kill("SIGTERM");
-      } catch { /* exited */ }
-      const status = await proc.status;
-      await pump;
-      return status;
-    },
+    stop: (): Promise<Deno.CommandStatus> => op.stop(),
   };
 }
 

@@ -77,8 +77,11 @@ import { WriteMemory } from "./_write_memory.ts";
 import { type CacheView, isEcho, type OwnWrite, OwnWrites } from "./_own_writes.ts";
 import type { TimerId } from "../../util/clock.ts";
 
-/** How a reconcile ended, as the `result` label of reconcile metrics. */
-export type ReconcileOutcome = "success" | "requeue" | "error" | "terminal";
+/**
+ * How a reconcile ended, as the `result` label of reconcile metrics: `requeue` for
+ * `requeue(0)`, `requeue_after` for `requeue(ms)` with `ms > 0` (controller-runtime's labels).
+ */
+export type ReconcileOutcome = "success" | "requeue" | "requeue_after" | "error" | "terminal";
 
 /** One finished reconcile (or finalize), for metrics. */
 export interface ReconcileSample {
@@ -805,7 +808,7 @@ export class ControllerRuntime<T extends KubeObject> {
       if (r && typeof r.requeueAfterMs === "number") {
         this.#metrics?.queued?.(c.name, "requeue");
         this.queue.addAfter(key, r.requeueAfterMs);
-        result = "requeue";
+        result = r.requeueAfterMs > 0 ? "requeue_after" : "requeue";
       } else {
         result = "success";
       }
