@@ -100,6 +100,11 @@ export class Contender implements AsyncDisposable {
     this.#stderr = new Response(this.#child.stderr).text().catch(() => "");
   }
 
+  /** The stdout lines read so far (all of them once `stop()` has returned). */
+  get lines(): readonly string[] {
+    return this.#lines;
+  }
+
   /** The exit code once exited, else `undefined`. */
   get exitCode(): number | undefined {
     return this.#exitCode;

@@ -3,6 +3,8 @@
 // CPU time and memory are read from /proc the same way whatever its language.
 import { createClient } from "../src/client/client.ts";
 import { startControlPlane } from "../src/testing/control_plane.ts";
+import { startLagProxy } from "../src/testing/lag_proxy.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
 import { Bench, NAMESPACE } from "./_bench_resource.ts";
 import type { Command } from "./_peers.ts";
 import { Contender } from "./_proc.ts";
@@ -38,7 +40,21 @@ export interface ConvergeRun {
   writesTotal: number;
   /** The same by verb, resource and status code. */
   writes: Record<string, number>;
+  /**
+   * Reconciles the contender ran (its `controller_runtime_reconcile_total`, printed at exit);
+   * absent for contenders that do not report it (kube-rs, the limit).
+   */
+  reconciles?: number;
+  /** kubeno only: watch events that were echoes of its own writes and queued nothing. */
+  ownWriteEchoes?: number;
+  /** kubeno only: reconciles that waited for the cache to show the controller's own writes. */
+  cacheWaits?: number;
+  /** kubeno only: of those, waits that gave up before the cache showed the writes. */
+  cacheWaitsExpired?: number;
 }
+
+/** What a converge contender may print as its last stdout line at exit. */
+const REPORTED = ["reconciles", "ownWriteEchoes", "cacheWaits", "cacheWaitsExpired"] as const;
 
 function writeCounts(writes: Record<string, number>) {
   return { writesTotal: Object.values(writes).reduce((a, b) => a + b, 0), writes };
@@ -119,10 +135,17 @@ async function raceExit<T>(contender: Contender, p: Promise<T>, deadlineMs: numb
  * Converge: N Bench objects exist; the contender starts; wall time until every one is
  * current and owns its ConfigMap, as seen by the harness's own watch.
  *
+ * With `watchLagMs`, the contender talks to the API server through a lag proxy
+ * (`startLagProxy`) that delivers every byte of its Bench and ConfigMap watches that much
+ * late (lists and writes pass at once): its cache trails the server by `watchLagMs`. The
+ * harness's own watch and the write counts still go to the API server directly.
+ *
  * @param ctx Flags, progress, scratch folder.
  * @param n Number of Bench objects.
  * @param command Builds the contender's command from the kubeconfig path.
  * @param name The contender's name.
+ * @param options `watchLagMs`: how late the contender's watches are delivered (default 0: no
+ * proxy).
  * @returns The measurements.
  */
 export function runConverge(
@@ -130,25 +153,44 @@ export function runConverge(
   n: number,
   command: (kubeconfig: string) => Command,
   name: string,
+  options: { watchLagMs?: number } = {},
 ): Promise<ConvergeRun> {
+  const lagMs = options.watchLagMs ?? 0;
   return withCluster(ctx, async (cp) => {
     using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
     await installWorkload(admin);
     await createBenches(admin, n);
     await using watch = await new ConvergeWatch(admin, n).start();
+    await using proxy = lagMs > 0 ? await startLagProxy({ kubeconfig: cp.kubeconfigPath }) : null;
+    for (const kind of [Bench, ConfigMap]) {
+      proxy?.delay({ group: kind.group, resource: kind.plural }, lagMs);
+    }
     const before = await apiRequests(cp);
-    await using contender = spawn(name, command(cp.kubeconfigPath));
+    await using contender = spawn(name, command(proxy?.kubeconfigPath ?? cp.kubeconfigPath));
     const at = await raceExit(contender, watch.converged, 60_000 + n * 100);
     const converged = contender.sample();
-    const idle = await contender.settle(500, 30_000);
+    // Idle means no CPU for longer than the lag: the echoes of the last writes are still on
+    // their way meanwhile, and what they start counts.
+    const idle = await contender.settle(500 + 2 * lagMs, 30_000 + 4 * lagMs);
+    const writes = writeCounts(delta(await apiRequests(cp), before));
+    await contender.stop();
     return {
       wallMs: at - contender.spawnedAt,
       cpuAtConvergeSec: converged.cpuSeconds,
       cpuSec: idle.cpuSeconds,
       peakRssMiB: idle.peakRssKiB / MiB,
-      ...writeCounts(delta(await apiRequests(cp), before)),
+      ...writes,
+      ...exitReport(contender),
     };
   });
+}
+
+/** The counters a converge contender printed as a JSON line at exit, if it did. */
+function exitReport(contender: Contender): Partial<Record<typeof REPORTED[number], number>> {
+  const line = contender.lines.findLast((l) => l.startsWith("{"));
+  if (!line) return {};
+  const r = JSON.parse(line);
+  return Object.fromEntries(REPORTED.filter((k) => typeof r[k] === "number").map((k) => [k, r[k]]));
 }
 
 /** One informer-sync run. */

@@ -4,7 +4,7 @@
 // parsed fresh each iteration; "parse" alone is the baseline to subtract.
 //
 //   deno bench bench/cache_immutability_bench.ts
-import { deepFreeze } from "../src/runtime/cache/_freeze.ts";
+import { deepFreeze } from "../src/util/freeze.ts";
 
 const N = 1_000;
 

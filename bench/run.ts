@@ -6,7 +6,8 @@
 //   deno run -A bench/run.ts --quick    N = 200, 2,000 ConfigMaps, 1 run each (minutes)
 //   deno run -A bench/run.ts --smoke    tiny N, 1 run, no microbenchmarks (CI smoke test)
 //
-// Options: --only=converge,informer,latency,footprint,scale,micro  --reps=N  --out=DIR
+// Options: --only=converge,converge-lag,informer,latency,footprint,scale,micro  --reps=N
+// --out=DIR
 // Full runs write bench/results.json and regenerate the table in BENCHMARKS.md (with --only,
 // the scenarios run replace theirs in the existing results); quick runs write
 // bench/results-quick.json; smoke runs write into a temp folder. Every run prints the table.
@@ -42,8 +43,23 @@ import { NAMESPACE } from "./_bench_resource.ts";
 import { bundleSize, compiledSize, microbenchmarks } from "./_micro.ts";
 import { SCALE_CONTENDERS, SCALE_SIZES, scaleCharts, type ScaleResults } from "./_scale.ts";
 
-const SCENARIOS = ["converge", "informer", "latency", "footprint", "scale", "micro"] as const;
+const SCENARIOS = [
+  "converge",
+  "converge-lag",
+  "informer",
+  "latency",
+  "footprint",
+  "scale",
+  "micro",
+] as const;
 type Scenario = typeof SCENARIOS[number];
+
+/**
+ * How late converge-lag delivers the operators' Bench and ConfigMap watches, ms: long enough
+ * that every echo of an operator's own writes reaches its cache after the reconcile that made
+ * them has ended, so a reconcile an echo starts acts on a stale cache.
+ */
+const WATCH_LAG_MS = 500;
 
 const SIZES = {
   full: {
@@ -152,6 +168,27 @@ if (only.has("converge")) {
       ),
   );
   scenarios.converge = { n: size.n, runs, median: summarize(runs) };
+}
+
+if (only.has("converge-lag")) {
+  const runs = await repeat(
+    "converge-lag",
+    ["kubeno", "controller-runtime"],
+    (who) =>
+      runConverge(
+        ctx,
+        size.n,
+        (kc) => operatorCommand(who as "kubeno" | "controller-runtime", peers, kc),
+        who,
+        { watchLagMs: WATCH_LAG_MS },
+      ),
+  );
+  scenarios["converge-lag"] = {
+    n: size.n,
+    watchLagMs: WATCH_LAG_MS,
+    runs,
+    median: summarize(runs),
+  };
 }
 
 if (only.has("informer")) {

@@ -117,6 +117,25 @@ Deno.test("consistency: a reconcile never acts on a cache older than its own wri
           spec: { value: "a" },
         });
       }
+      // Each new Stack is one reconcile: the echoes of its ConfigMap's creation (a server-side
+      // apply) and of its status write start none.
+      await waitFor(
+        async () =>
+          (await admin.list(Stack, { namespace: ns })).items.every((s) =>
+            s.status?.observed === "a"
+          ),
+        { what: "every Stack to observe a" },
+      );
+      await waitFor(
+        async () =>
+          (await admin.list(ConfigMap, { namespace: ns })).items.every((cm) =>
+            c.runtime.cache.get(ConfigMap, cm.metadata.name!, { namespace: ns })?.metadata
+              .resourceVersion === cm.metadata.resourceVersion
+          ),
+        { what: "the ConfigMaps to be cached" },
+      );
+      await c.idle();
+      assert.equal(reconciles, N, "one reconcile per new Stack");
       // Two changes in a row: the second one's event comes right behind the first, while the
       // cache has not shown the status the first reconcile wrote.
       await c.idle();

@@ -223,7 +223,8 @@ export function isEcho(
 ): boolean {
   if (type === "deleted") return w.op === "delete" && (w.rv === undefined || rv === w.rv);
   if (w.rv === undefined || rv !== w.rv) return false;
-  if (type === "added") return w.op === "create";
+  // A create, or an apply (or other write) made on no known version: it created the object.
+  if (type === "added") return w.op === "create" || w.base === undefined;
   return w.base !== undefined && oldRv === w.base;
 }
 

@@ -83,6 +83,9 @@ Deno.test("OwnWrites: an event that is exactly the write is its echo; one with a
   assert.deepEqual([...echo.echoes], ["q"]);
   w.record("p", write("create", "c", "30"));
   assert.deepEqual([...w.observe(CM, "added", obj("c", "30"), undefined).echoes], ["p"]);
+  // A server-side apply that created the object: written on no known version.
+  w.record("p", write("write", "d", "32"));
+  assert.deepEqual([...w.observe(CM, "added", obj("d", "32"), undefined).echoes], ["p"]);
   w.record("p", write("delete", "c", "31"));
   assert.deepEqual([...w.observe(CM, "deleted", obj("c", "31"), undefined).echoes], ["p"]);
   assert.equal(w.size, 0);
