@@ -68,12 +68,21 @@ export interface Lag {
 }
 
 const SEP = "\u0001";
+// Earlier writes of one object kept for their echoes; more in one reconcile is unusual.
+const MAX_CHAIN = 8;
+
+interface Stored {
+  write: OwnWrite;
+  chain: Pick<OwnWrite, "op" | "rv" | "base">[];
+}
 const NONE: ReadonlySet<string> = new Set();
 
 /** The writes of one controller that its cache has not shown yet. */
 export class OwnWrites {
-  // primary key -> object id -> its latest write
-  readonly #byPrimary = new Map<string, Map<string, OwnWrite>>();
+  // primary key -> object id -> its latest write, and the earlier ones it followed whose
+  // echoes have not arrived yet (two writes of one object in one reconcile: a finalizer, then
+  // the status)
+  readonly #byPrimary = new Map<string, Map<string, Stored>>();
   // object id -> primaries with a write to it
   readonly #byObject = new Map<string, Set<string>>();
 
@@ -88,7 +97,9 @@ export class OwnWrites {
     const id = write.kind + SEP + write.key;
     let writes = this.#byPrimary.get(primary);
     if (!writes) this.#byPrimary.set(primary, writes = new Map());
-    writes.set(id, write);
+    const before = writes.get(id);
+    const chain = before ? [...before.chain, before.write].slice(-MAX_CHAIN) : [];
+    writes.set(id, { write, chain });
     let primaries = this.#byObject.get(id);
     if (!primaries) this.#byObject.set(id, primaries = new Set());
     primaries.add(primary);
@@ -104,7 +115,7 @@ export class OwnWrites {
   of(primary: string, kind?: string): OwnWrite[] {
     const writes = this.#byPrimary.get(primary);
     if (!writes) return [];
-    const out = [...writes.values()];
+    const out = [...writes.values()].map((s) => s.write);
     return kind === undefined ? out : out.filter((w) => w.kind === kind);
   }
 
@@ -133,13 +144,16 @@ export class OwnWrites {
     const echoes = new Set<string>();
     const touched = new Set(primaries);
     for (const p of touched) {
-      const w = this.#byPrimary.get(p)?.get(id);
-      if (!w) {
+      const stored = this.#byPrimary.get(p)?.get(id);
+      if (!stored) {
         primaries.delete(p);
         continue;
       }
-      if (isEcho(w, type, rv, old?.metadata.resourceVersion)) echoes.add(p);
+      const w = stored.write;
+      const oldRv = old?.metadata.resourceVersion;
+      if ([...stored.chain, w].some((x) => isEcho(x, type, rv, oldRv))) echoes.add(p);
       if (type === "deleted" || confirms(rv, w.rv)) this.#drop(p, id);
+      else stored.chain = stored.chain.filter((x) => !confirms(rv, x.rv));
     }
     return { echoes, touched };
   }
@@ -159,7 +173,7 @@ export class OwnWrites {
     if (!writes) return { waiting: [], expired: [] };
     const waiting: OwnWrite[] = [];
     const expired: OwnWrite[] = [];
-    for (const [id, w] of writes) {
+    for (const [id, { write: w }] of writes) {
       const seen = view.lookup(w.kind, w.key);
       if (!seen || inCache(w, seen.object, seen.watermark)) {
         this.#drop(primary, id);

@@ -91,6 +91,16 @@ Deno.test("OwnWrites: an event that is exactly the write is its echo; one with a
   assert.equal(w.size, 0);
 });
 
+Deno.test("OwnWrites: two writes of one object: the echo of each is recognised, in order", () => {
+  const w = new OwnWrites();
+  w.record("p", write("write", "a", "11", "10")); // e.g. the finalizer
+  w.record("p", write("write", "a", "12", "11")); // then the status
+  assert.deepEqual([...w.observe(CM, "modified", obj("a", "11"), obj("a", "10")).echoes], ["p"]);
+  assert.equal(w.of("p").length, 1, "the later write is still waited for");
+  assert.deepEqual([...w.observe(CM, "modified", obj("a", "12"), obj("a", "11")).echoes], ["p"]);
+  assert.equal(w.size, 0);
+});
+
 Deno.test("OwnWrites: resourceVersions that are not comparable confirm only by an event of exactly the write", () => {
   const w = new OwnWrites();
   w.record("p", write("write", "a", "opaque-b", "opaque-a"));
