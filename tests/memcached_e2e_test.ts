@@ -11,6 +11,7 @@
 // and the work stays bounded: at most 20 reconciles per object over its whole life, counted
 // by the operator's own controller_runtime_reconcile_total.
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import {
   type Client,
   createClient,
@@ -26,6 +27,7 @@ import { Memcached, type MemcachedObject } from "../examples/memcached.ts";
 import { startExample, uniqueName, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/memcached.ts", import.meta.url).pathname;
+const REPO = new URL("../", import.meta.url).pathname;
 const ENV = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
 const OBJECTS = 5;
 const MAX_RECONCILES_PER_OBJECT = 20;
@@ -223,17 +225,48 @@ Deno.test("examples/memcached.ts end to end: create, scale, delete, with and wit
   await using cp = await startControlPlane({ workloads: true });
   using client = await createClient({ kubeconfig: cp.kubeconfigPath, fieldManager: "tester" });
 
-  await t.step("install applies the CRD", async () => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", EXAMPLE, "install", `--kubeconfig=${cp.kubeconfigPath}`],
-      env: ENV,
-      stdout: "piped",
+  await t.step("the example header's commands, exactly as written", async () => {
+    // deno run -A examples/memcached.ts install; deno run -A examples/memcached.ts;
+    // kubectl apply -f examples/memcached-sample.yaml; kubectl patch ... size 5
+    const env = {
+      KUBECONFIG: cp.kubeconfigPath,
+      PATH: `${dirname(cp.binary("kubectl"))}:${dirname(Deno.execPath())}:${Deno.env.get("PATH")}`,
+      NO_COLOR: "1",
+    };
+    const sh = async (line: string) => {
+      const out = await new Deno.Command("bash", { args: ["-c", line], cwd: REPO, env }).output();
+      const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 0, `${line}:\n${text}`);
+      return text;
+    };
+    await sh("deno run -A examples/memcached.ts install");
+    const operator = new Deno.Command("bash", {
+      args: ["-c", "exec deno run -A examples/memcached.ts"],
+      cwd: REPO,
+      env,
+      stdin: "null",
+      stdout: "null",
       stderr: "piped",
-    }).output();
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-    await waitFor(() => client.list(Memcached).then(() => true), {
-      what: "memcacheds.cache.example.com to be served",
-    });
+    }).spawn();
+    let logs = "";
+    const pump = (async () => {
+      for await (const c of operator.stderr.pipeThrough(new TextDecoderStream())) logs += c;
+    })();
+    try {
+      await sh("kubectl apply -f examples/memcached-sample.yaml");
+      await waitAvailable(client, "default", ["memcached-sample"], 3);
+      await sh(`kubectl patch memcached memcached-sample -p '{"spec":{"size": 5}}' --type=merge`);
+      await waitAvailable(client, "default", ["memcached-sample"], 5);
+      await sh("kubectl delete -f examples/memcached-sample.yaml --wait=true");
+    } catch (err) {
+      console.log(`operator log:\n${logs.split("\n").slice(-40).join("\n")}`);
+      throw err;
+    } finally {
+      operator.kill("SIGTERM");
+      const status = await operator.status;
+      await pump;
+      assert.equal(status.code, 0, `the operator exited ${status.code} on SIGTERM`);
+    }
   });
 
   await t.step("5 Memcacheds sized 1, 2, 3 and deleted", async () => {

@@ -79,8 +79,6 @@ export interface ContextInit<T extends KubeObject> {
 /** A context and what the runner does through it besides reconcile: the finalizer writes. */
 export interface ContextHandle<T extends KubeObject> {
   readonly ctx: ReconcileContext<T>;
-  /** The newest state of the primary this context knows: the cached one or a write's answer. */
-  latest(): T;
   /**
    * Merge-patches the primary (e.g. its finalizers), computed from and guarded by the
    * newest state this context knows.
@@ -137,83 +135,87 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   // which the reconcile may have changed before asking for the same values to be written —
   // and every write of the primary is computed from and guarded by it.
   let latest: T = init.cached;
-  // resourceVersions of other objects this context wrote, the base of its next write.
-  const known = new Map<string, string>();
-  const idOf = (kind: Resource<any>, name: string, namespace: string | undefined) =>
-    `${kind.apiVersion}\u0000${kind.kind}\u0000${
-      objectKey({ name, namespace: kind.namespaced ? namespace : undefined })
-    }`;
+  // `ctx.cache`: with tracking, it shows this primary's own writes the cache has not yet.
+  const cache = tracking ? new OwnWritesReader(init.cache, tracking, m.namespace) : init.cache;
+  // The version of an object a write is made on: what `ctx.cache` shows of it (the newest
+  // this context knows, its own writes included); none when the kind is not cached here.
   const baseOf = (kind: Resource<any>, name: string, namespace: string | undefined) => {
-    const mine = known.get(idOf(kind, name, namespace));
-    if (mine !== undefined) return mine;
+    if (isPrimary(kind, { metadata: { name, namespace } })) return latest.metadata.resourceVersion;
     try {
-      return init.cache.get(kind, name, { namespace })?.metadata.resourceVersion;
+      return cache.get(kind, name, { namespace })?.metadata.resourceVersion;
     } catch {
-      return undefined; // not cached here: nothing to compare with
+      return undefined;
     }
   };
   // Sends one write and tells the runner about it: announced before it is sent, since its
-  // echo may come back before its answer, and settled with the server's answer.
+  // echo may come back before its answer, and settled with the server's answer. A write of
+  // the primary refused with 409 was computed from a state someone else has changed since:
+  // the server's version is learned and recorded, so that the retry (after the work queue's
+  // backoff) waits for the cache to show it instead of failing on the same stale state.
   const write = async <R extends KubeObject | undefined>(
     kind: Resource<any>,
     op: OwnWriteOp,
-    base: string | undefined,
+    target: { name: string; namespace: string | undefined; uid?: string },
     send: () => Promise<R>,
-    target?: { name: string; namespace: string | undefined; uid?: string },
   ): Promise<R> => {
+    const primary = isPrimary(kind, { metadata: target });
+    const base = op === "write" ? baseOf(kind, target.name, target.namespace) : undefined;
     const settle = tracking?.begin(kind);
     let answer: R;
     try {
       answer = await send();
     } catch (err) {
       settle?.(undefined);
+      if (primary && isConflict(err)) await learnServerState();
       throw err;
     }
-    const name = answer?.metadata.name ?? target?.name ?? "";
-    const ns = kind.namespaced ? answer?.metadata.namespace ?? target?.namespace : undefined;
-    if (op === "delete") known.delete(idOf(kind, name, ns));
-    else if (answer?.metadata.resourceVersion) {
-      known.set(idOf(kind, name, ns), answer.metadata.resourceVersion);
-    }
-    if (answer && op !== "delete" && isPrimary(kind, answer)) latest = answer as unknown as T;
+    if (answer && op !== "delete" && primary) latest = answer as unknown as T;
     // A write that changed nothing returns the version it was made on: nothing to wait for.
     const noop = op === "write" && answer?.metadata.resourceVersion === base;
     settle?.(
       noop ? undefined : {
         op,
-        name,
-        namespace: ns,
+        name: answer?.metadata.name ?? target.name,
+        namespace: kind.namespaced ? answer?.metadata.namespace ?? target.namespace : undefined,
         answer,
         base,
-        uid: answer?.metadata.uid ?? target?.uid,
+        uid: answer?.metadata.uid ?? target.uid,
       },
     );
     return answer;
   };
-  // A write of the primary refused with 409 was computed from a state someone else has
-  // changed since: learn that state's version, so that the retry (after the work queue's
-  // backoff) waits for the cache to show it instead of failing on the same stale state.
-  const primaryWrite = async (write: () => Promise<T>): Promise<T> => {
+  const learnServerState = async () => {
+    if (!tracking) return;
     try {
-      return await write();
-    } catch (err) {
-      if (isConflict(err) && tracking) {
-        try {
-          const fresh = await client.get(res, m.name!, { namespace: m.namespace, signal });
-          tracking.begin(res)({
-            op: "write",
-            name: m.name!,
-            namespace: m.namespace,
-            answer: fresh,
-            base: undefined,
-            uid: fresh.metadata.uid,
-          });
-        } catch {
-          // The retry reads whatever the cache holds then.
-        }
-      }
-      throw err;
+      const fresh = await client.get(res, m.name!, { namespace: m.namespace, signal });
+      tracking.begin(res)({
+        op: "write",
+        name: m.name!,
+        namespace: m.namespace,
+        answer: fresh,
+        base: undefined,
+        uid: fresh.metadata.uid,
+      });
+    } catch {
+      // The retry reads whatever the cache holds then.
     }
+  };
+  // An object this controller writes as the primary's: typed, in the primary's namespace
+  // when it has none, the primary its controller owner.
+  const owned = <
+    O extends { apiVersion?: string; kind?: string; metadata: KubeObject["metadata"] },
+  >(
+    kind: Resource<any>,
+    obj: O,
+  ): O => {
+    const desired = structuredClone(obj);
+    desired.apiVersion ??= kind.apiVersion;
+    desired.kind ??= kind.kind;
+    if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
+      desired.metadata.namespace = m.namespace;
+    }
+    setControllerReference(owner, desired);
+    return desired;
   };
   // The newer of two resourceVersions, `a` when they are not comparable.
   const newest = (a: string | undefined, b: string | undefined) =>
@@ -238,15 +240,14 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     const guard = computedFrom && hasList(status)
       ? { metadata: { resourceVersion: computedFrom } }
       : {};
-    const base = server?.metadata.resourceVersion;
-    const send = () =>
+    const target = { name: obj.metadata.name!, namespace: obj.metadata.namespace };
+    const out = await write(res, "write", target, () =>
       client.patchStatus(
         res,
-        obj.metadata.name!,
+        target.name,
         { ...guard, status } as unknown as MergePatch<T>,
-        { namespace: obj.metadata.namespace, fieldManager, signal },
-      );
-    const out = await write(res, "write", base, mine ? () => primaryWrite(send) : send);
+        { namespace: target.namespace, fieldManager, signal },
+      ));
     if (mine) init.memory?.recordStatus(key, status, out.metadata.resourceVersion);
     return out;
   };
@@ -273,7 +274,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   };
   const ctx: ReconcileContext<T> = {
     client,
-    cache: tracking ? new OwnWritesReader(init.cache, tracking, m.namespace) : init.cache,
+    cache,
     log: init.log,
     events: init.events,
     controller: controller.name,
@@ -281,88 +282,64 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     ref,
     signal,
     async apply<U extends KubeObject>(kind: Resource<U>, obj: ApplyObject<U>): Promise<U> {
-      const desired = structuredClone(obj) as ApplyObject<U>;
-      desired.apiVersion ??= kind.apiVersion;
-      desired.kind ??= kind.kind;
-      if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
-        desired.metadata.namespace = m.namespace;
-      }
-      setControllerReference(owner, desired);
+      const desired = owned(kind, obj);
+      const { name, namespace } = desired.metadata;
       // An owned object this controller applied just so, still holding those fields in the
       // cache: applying it again is the echo of its own write, and would change nothing.
-      const owned = init.owned?.(kind, desired.metadata.name, desired.metadata.namespace);
-      if (owned && init.memory?.applyUnchanged(owned.key, desired, owned.cached)) {
-        return structuredClone(owned.cached) as U;
+      const mine = init.owned?.(kind, name, namespace);
+      if (mine && init.memory?.applyUnchanged(mine.key, desired, mine.cached)) {
+        return structuredClone(mine.cached) as U;
       }
-      const base = baseOf(kind, desired.metadata.name, desired.metadata.namespace);
       const out = await write(
         kind,
         "write",
-        base,
+        { name, namespace },
         () => client.apply(kind, desired, { force: true, fieldManager, signal }),
       );
-      if (owned) init.memory?.recordApply(owned.key, desired);
+      if (mine) init.memory?.recordApply(mine.key, desired);
       return out;
     },
-    async create<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
-      const desired = structuredClone(obj) as U;
-      desired.apiVersion ??= kind.apiVersion;
-      desired.kind ??= kind.kind;
-      if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
-        desired.metadata.namespace = m.namespace;
-      }
-      setControllerReference(owner, desired);
-      return await write(
+    create<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
+      const desired = owned(kind, obj);
+      const target = { name: desired.metadata.name ?? "", namespace: desired.metadata.namespace };
+      return write(
         kind,
         "create",
-        undefined,
+        target,
         () => client.create(kind, desired, { fieldManager, signal }),
       );
     },
-    async update<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
+    update<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
+      const target = targetOf(kind, obj, undefined);
+      const body = structuredClone(obj);
+      if (kind.namespaced) body.metadata.namespace = target.namespace;
+      // The primary as the reconcile holds it may be older than this context's own last
+      // write of it: that write's version, never a stale one.
       if (isPrimary(kind, obj)) {
-        const body = structuredClone(obj) as unknown as T;
         body.metadata.resourceVersion = newest(
           obj.metadata.resourceVersion,
           latest.metadata.resourceVersion,
         );
-        const base = latest.metadata.resourceVersion;
-        const out = await write(
-          res,
-          "write",
-          base,
-          () => primaryWrite(() => client.replace(res, body, { fieldManager, signal })),
-        );
-        return out as unknown as U;
       }
-      const { namespace } = targetOf(kind, obj, undefined);
-      const body = structuredClone(obj) as U;
-      if (kind.namespaced) body.metadata.namespace = namespace;
-      const base = obj.metadata.resourceVersion;
-      return await write(
+      return write(
         kind,
         "write",
-        base,
+        target,
         () => client.replace(kind, body, { fieldManager, signal }),
       );
     },
-    async patch<U extends KubeObject>(
+    patch<U extends KubeObject>(
       kind: Resource<U>,
       target: string | U,
       patch: MergePatch<U>,
       options?: ContextWriteOptions,
     ): Promise<U> {
-      const { name, namespace } = targetOf(kind, target, options);
-      const primary = isPrimary(kind, { metadata: { name, namespace } });
-      const base = primary ? latest.metadata.resourceVersion : baseOf(kind, name, namespace);
-      const send = () => client.patch(kind, name, patch, { namespace, fieldManager, signal });
-      return await write(
+      const t = targetOf(kind, target, options);
+      return write(
         kind,
         "write",
-        base,
-        primary
-          ? () => primaryWrite(send as unknown as () => Promise<T>) as unknown as Promise<U>
-          : send,
+        t,
+        () => client.patch(kind, t.name, patch, { namespace: t.namespace, fieldManager, signal }),
       );
     },
     async delete<U extends KubeObject>(
@@ -370,21 +347,17 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
       target: string | U,
       options?: ContextDeleteOptions,
     ): Promise<void> {
-      const { name, namespace } = targetOf(kind, target, options);
-      const uid = typeof target === "string" ? undefined : target.metadata.uid;
+      const t = {
+        ...targetOf(kind, target, options),
+        uid: typeof target === "string" ? undefined : target.metadata.uid,
+      };
       try {
-        await write(
-          kind,
-          "delete",
-          undefined,
-          () =>
-            client.delete(kind, name, {
-              namespace,
-              propagationPolicy: options?.propagationPolicy ?? "Background",
-              signal,
-            }),
-          { name, namespace, uid },
-        );
+        await write(kind, "delete", t, () =>
+          client.delete(kind, t.name, {
+            namespace: t.namespace,
+            propagationPolicy: options?.propagationPolicy ?? "Background",
+            signal,
+          }));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -408,21 +381,17 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   };
   return {
     ctx,
-    latest: () => latest,
-    async patchPrimary(make: (latest: T) => MergePatch<T>): Promise<T> {
-      const base = latest.metadata.resourceVersion;
-      return await write(
+    patchPrimary(make: (latest: T) => MergePatch<T>): Promise<T> {
+      return write(
         res,
         "write",
-        base,
+        { name: m.name!, namespace: m.namespace },
         () =>
-          primaryWrite(() =>
-            client.patch(res, m.name!, make(latest), {
-              namespace: m.namespace,
-              fieldManager,
-              signal,
-            })
-          ),
+          client.patch(res, m.name!, make(latest), {
+            namespace: m.namespace,
+            fieldManager,
+            signal,
+          }),
       );
     },
   };

@@ -39,7 +39,7 @@ export type FinalizerEvent<T> =
   | { readonly type: "cleanup"; readonly object: T };
 
 /** Options of {@linkcode finalizer}. */
-export interface FinalizerOptions<R> {
+export interface FinalizerOptions<R, T extends KubeObject = KubeObject> {
   /**
    * Field manager of the finalizer writes.
    * @default the client's field manager
@@ -52,6 +52,13 @@ export interface FinalizerOptions<R> {
    * @default keep it when the result is `requeue(ms)`
    */
   keep?: (result: R) => boolean;
+  /**
+   * Sends a finalizer patch, given how to compute it from the newest state of the object:
+   * e.g. a reconcile context's, whose own writes in `handler` must not leave the removal
+   * guarded by a stale `resourceVersion`.
+   * @default a merge patch computed from `obj`, sent through `client`
+   */
+  write?: (patch: (latest: T) => MergePatch<T>) => Promise<T>;
 }
 
 /**
@@ -178,7 +185,7 @@ export async function finalizer<T extends KubeObject, R>(
   name: string,
   obj: T,
   handler: (event: FinalizerEvent<T>) => R | Promise<R>,
-  options: FinalizerOptions<R> = {},
+  options: FinalizerOptions<R, T> = {},
 ): Promise<R | undefined> {
   const patchOptions = {
     namespace: obj.metadata.namespace,
@@ -186,12 +193,14 @@ export async function finalizer<T extends KubeObject, R>(
     signal: options.signal,
   };
   const objName = obj.metadata.name ?? "";
+  const write = options.write ??
+    ((patch: (latest: T) => MergePatch<T>) =>
+      client.patch(resource, objName, patch(obj), patchOptions));
   switch (finalizerAction(obj, name)) {
     case "none":
       return undefined;
     case "add": {
-      const patch = addFinalizerPatch(obj, name) as MergePatch<T>;
-      const updated = await client.patch(resource, objName, patch, patchOptions);
+      const updated = await write((latest) => addFinalizerPatch(latest, name) as MergePatch<T>);
       return await handler({ type: "apply", object: updated });
     }
     case "apply":
@@ -201,8 +210,7 @@ export async function finalizer<T extends KubeObject, R>(
       const keep = options.keep ?? isRequeue;
       if (keep(result)) return result;
       try {
-        const patch = removeFinalizerPatch(obj, name) as MergePatch<T>;
-        await client.patch(resource, objName, patch, patchOptions);
+        await write((latest) => removeFinalizerPatch(latest, name) as MergePatch<T>);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -211,18 +219,6 @@ export async function finalizer<T extends KubeObject, R>(
   }
 }
 
-/**
- * Whether a reconcile or finalize result asks for a requeue (`requeue(ms)`).
- *
- * @param result The result.
- * @returns `true` for a {@linkcode Requeue}-shaped result.
- *
- * @example
- * ```ts
- * import { isRequeue } from "./finalizer.ts";
- * if (!isRequeue({ requeueAfterMs: 5 }) || isRequeue(undefined)) throw new Error();
- * ```
- */
-export function isRequeue(result: unknown): boolean {
+function isRequeue(result: unknown): boolean {
   return typeof result === "object" && result !== null && "requeueAfterMs" in result;
 }

@@ -48,15 +48,8 @@
 import { getLogger } from "../../util/log.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
-import type { MergePatch } from "../../client/types.ts";
 import { EventRecorder } from "./events.ts";
-import {
-  addFinalizerPatch,
-  finalizerAction,
-  isRequeue,
-  removeFinalizerPatch,
-} from "./finalizer.ts";
-import { isNotFound } from "../../client/api_error.ts";
+import { finalizer } from "./finalizer.ts";
 import { deepFreeze } from "../../util/freeze.ts";
 import type { Informer } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
@@ -313,9 +306,8 @@ export class ControllerRuntime<T extends KubeObject> {
           this.#writes.forget(key);
           this.#undefer(key);
         }
-        if (echoes.has(key)) this.#metrics?.echo?.(controller.name);
-        else if (controller.predicates.every((p) => p(ev))) {
-          this.#enqueue(new Set([key]), echoes, "primary", primaryKind, ev);
+        if (echoes.has(key) || controller.predicates.every((p) => p(ev))) {
+          this.#queue(key, echoes, "primary", primaryKind, ev);
         }
       });
     }
@@ -526,14 +518,20 @@ export class ControllerRuntime<T extends KubeObject> {
     kind: string,
     ev: ObjectEvent<KubeObject>,
   ): void {
-    for (const k of keys) {
-      if (echoes.has(k)) this.#metrics?.echo?.(this.controller.name);
-      else {
-        const sending = this.#sending.get(k + SEP + kind);
-        if (sending) sending.events.push({ ev, cause });
-        else this.#add(k, cause);
-      }
-    }
+    for (const k of keys) this.#queue(k, echoes, cause, kind, ev);
+  }
+
+  #queue(
+    key: string,
+    echoes: ReadonlySet<string>,
+    cause: QueueCause,
+    kind: string,
+    ev: ObjectEvent<KubeObject>,
+  ): void {
+    if (echoes.has(key)) return this.#metrics?.echo?.(this.controller.name);
+    const sending = this.#sending.get(key + SEP + kind);
+    if (sending) sending.events.push({ ev, cause });
+    else this.#add(key, cause);
   }
 
   /** A write of `res` made while reconciling `primary` is about to be sent. */
@@ -775,34 +773,23 @@ export class ControllerRuntime<T extends KubeObject> {
     let error: unknown;
     try {
       let r: ReconcileResult;
-      const f = c.finalizer;
-      // The finalizer writes go through the context: computed from and guarded by the
-      // newest state it knows (the reconcile's own status writes included).
-      switch (f ? finalizerAction(obj, f) : "apply") {
-        case "none":
-          r = undefined;
-          break;
-        case "add": {
-          const updated = await handle.patchPrimary((latest) =>
-            addFinalizerPatch(latest, f!) as MergePatch<T>
-          );
-          r = await c.reconcile(structuredClone(updated), ctx);
-          break;
-        }
-        case "apply":
-          r = await c.reconcile(obj, ctx);
-          break;
-        case "cleanup":
-          r = await c.finalize!(obj, ctx);
-          if (isRequeue(r)) break;
-          try {
-            await handle.patchPrimary((latest) =>
-              removeFinalizerPatch(latest, f!) as MergePatch<T>
-            );
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-          }
-          break;
+      if (c.finalizer) {
+        // The finalizer writes go through the context: computed from and guarded by the
+        // newest state it knows (the reconcile's own status writes included).
+        r = await finalizer(
+          this.#client,
+          c.resource,
+          c.finalizer,
+          obj,
+          (ev) =>
+            ev.type === "cleanup"
+              ? c.finalize!(ev.object, ctx)
+              // After the add: the server's answer, which is also the context's own state.
+              : c.reconcile(ev.object === obj ? obj : structuredClone(ev.object), ctx),
+          { write: (patch) => handle.patchPrimary(patch) },
+        );
+      } else {
+        r = await c.reconcile(obj, ctx);
       }
       this.queue.forget(key);
       if (r && typeof r.requeueAfterMs === "number") {
