@@ -64,6 +64,12 @@ export interface CommandContext extends CommandIo {
   flags: Flags;
   /** Positional arguments after the command. */
   positionals: string[];
+  /**
+   * Ends the process at once with `code`, skipping every cleanup: only the program's entry
+   * (`operator().main()`) can, and only `run` does, on a second stopping signal. Absent when
+   * the entry cannot end the process (tests): then nothing happens.
+   */
+  exit?: (code: number) => void;
 }
 
 /** A subcommand of an operator program. */

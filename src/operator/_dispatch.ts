@@ -42,12 +42,15 @@ const VALUE_FLAGS = new Set(
  * @param def The operator.
  * @param args The arguments.
  * @param io Where to write.
+ * @param exit Ends the process at once (see `CommandContext.exit`); only the program's entry
+ * passes it.
  * @returns The exit code.
  */
 export async function dispatch(
   def: OperatorDefinition,
   args: readonly string[],
   io: CommandIo,
+  exit?: (code: number) => void,
 ): Promise<number> {
   let name: string | undefined;
   let debug = false;
@@ -85,7 +88,7 @@ export async function dispatch(
       level: (flags["log-level"] as "debug" | "info" | "warning" | "error" | undefined) ?? "info",
       format: (flags["log-format"] as "json" | "pretty" | undefined) ?? "auto",
     });
-    return await cmd.run({ def, flags, positionals, ...io });
+    return await cmd.run({ def, flags, positionals, ...io, ...(exit ? { exit } : {}) });
   } catch (err) {
     if (err instanceof UsageError) {
       const help = name ? `${def.name} ${name} --help` : `${def.name} --help`;

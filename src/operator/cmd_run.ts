@@ -36,349 +36,17 @@
  *
  * @module
  */
-import {
-  EXIT,
-  type Flags,
-  type FlagSpec,
-  parseDuration,
-  parseList,
-  UsageError,
-} from "../util/args.ts";
+import { EXIT } from "../util/args.ts";
 import { operatorMetrics } from "./_metrics.ts";
-import { parseBindAddress } from "../util/http_server.ts";
-import { isDnsLabel } from "../util/names.ts";
 import { operatorProbes } from "./_probes.ts";
-import { serveProbes } from "../runtime/manager/health.ts";
-import {
-  type Command,
-  type CommandContext,
-  connect,
-  env,
-  type OperatorDefinition,
-  operatorNamespace,
-} from "./_command.ts";
-import { type LeaderElectionEnd, leaderElector } from "../runtime/manager/leader_election.ts";
-import { createManager, type LeaderElectionContext } from "../runtime/manager/manager.ts";
-import { DEFAULT_SHARDS, type ShardingOptions } from "../runtime/sharding/coordinator.ts";
-import { getLogger } from "../util/log.ts";
+import { type Command, type CommandContext, connect } from "./_command.ts";
+import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
-import {
-  awaitApiServer,
-  cacheSyncDeadline,
-  type StartupError,
-  startupSetting,
-} from "./_startup.ts";
-import {
-  METRICS_FLAGS,
-  type MetricsSettings,
-  metricsSettings,
-  serveOperatorMetrics,
-} from "./_metrics.ts";
-import { describeLocalRun, runPlace } from "./_local.ts";
-import { GRACEFUL_SHUTDOWN_MS } from "../deploy/manifests.ts";
-import type { Admission } from "../webhook/admission.ts";
-import type { OperatorWebhook } from "./options.ts";
-import { type RunningWebhooks, serveWebhooks } from "../webhook/webhooks.ts";
-
-const log = getLogger(["kubeno", "operator"]);
-
-const FLAGS: readonly FlagSpec[] = [
-  {
-    name: "leader-elect",
-    type: "boolean",
-    description: "Run controllers only while holding the leader-election Lease",
-  },
-  {
-    name: "leader-elect-namespace",
-    type: "string",
-    valueName: "NS",
-    description: "Namespace of the Lease (default: the operator's namespace)",
-  },
-  {
-    name: "leader-elect-lease-duration",
-    type: "string",
-    valueName: "DURATION",
-    description: "How long a standby waits for a silent leader before taking over (default: 15s)",
-  },
-  {
-    name: "leader-elect-renew-deadline",
-    type: "string",
-    valueName: "DURATION",
-    description: "How long the leader retries renewing before it gives up (default: 10s)",
-  },
-  {
-    name: "leader-elect-retry-period",
-    type: "string",
-    valueName: "DURATION",
-    description: "Time between attempts to acquire or renew the Lease (default: 2s)",
-  },
-  {
-    name: "shard-identity",
-    type: "string",
-    valueName: "ID",
-    description:
-      "This replica's identity in a sharded operator (default: POD_NAME, else the host name and a random suffix)",
-  },
-  {
-    name: "shard-lease-duration",
-    type: "string",
-    valueName: "DURATION",
-    description:
-      "How long others wait for a silent replica before taking its shards (default: 15s)",
-  },
-  {
-    name: "shard-renew-deadline",
-    type: "string",
-    valueName: "DURATION",
-    description: "How long a replica retries renewing before it stops reconciling (default: 10s)",
-  },
-  {
-    name: "shard-retry-period",
-    type: "string",
-    valueName: "DURATION",
-    description: "Time between renewals of a replica's member Lease (default: 2s)",
-  },
-  {
-    name: "startup-timeout",
-    type: "string",
-    valueName: "DURATION",
-    default: "2m",
-    description:
-      "How long start-up waits for an unreachable or starting API server and for the caches to sync",
-  },
-  {
-    name: "watch-namespace",
-    type: "string",
-    valueName: "NS[,NS]",
-    description: "Watch only these namespaces (default: WATCH_NAMESPACE, else all)",
-  },
-  ...METRICS_FLAGS,
-  {
-    name: "graceful-shutdown-timeout",
-    type: "string",
-    valueName: "DURATION",
-    default: `${GRACEFUL_SHUTDOWN_MS / 1_000}s`,
-    description:
-      "How long a stop waits for in-flight reconciles before it releases the Lease and exits",
-  },
-  {
-    name: "health-probe-bind-address",
-    type: "string",
-    valueName: "ADDR",
-    default: ":8081",
-    description: "Address of /healthz and /readyz; 0 disables",
-  },
-  {
-    name: "watch-stall-timeout",
-    type: "string",
-    valueName: "DURATION",
-    default: "10m",
-    description:
-      "/healthz fails when a synced watch receives nothing for this long (a watch restarts itself after 5m)",
-  },
-  {
-    name: "webhook-port",
-    type: "string",
-    valueName: "PORT",
-    default: "9443",
-    description: "Port of the admission webhook server",
-  },
-  {
-    name: "webhook-cert-path",
-    type: "string",
-    valueName: "DIR",
-    description: "Directory with tls.crt and tls.key (default: self-managed certificates)",
-  },
-];
-
-/** How `run` runs, from its flags and the environment. */
-export interface RunSettings {
-  /** Namespaces to watch; empty for all. */
-  watchNamespaces: string[];
-  /** The Lease to hold and the election's timing, or undefined without leader election. */
-  leaderElection?: {
-    name: string;
-    namespace: string;
-    leaseDurationMs: number;
-    renewDeadlineMs: number;
-    retryPeriodMs: number;
-  };
-  /** Sharding (identity and timings resolved), or undefined without. */
-  sharding?: ShardingOptions & {
-    name: string;
-    shards: number;
-    leaseDurationMs: number;
-    renewDeadlineMs: number;
-    retryPeriodMs: number;
-  };
-  /** How long a synced watch may be silent before `/healthz` fails. */
-  watchStallTimeoutMs: number;
-  /** How long a stop waits for in-flight reconciles (`--graceful-shutdown-timeout`). */
-  shutdownTimeoutMs: number;
-  /** How long start-up waits for the API server and the first sync of the caches. */
-  startupTimeoutMs: number;
-  /** Where to serve `/metrics` (`:8443`, `127.0.0.1:8080`), or undefined when disabled. */
-  metricsAddress?: string;
-  /** How `/metrics` is served (see `_metrics.ts`), or undefined when disabled. */
-  metrics?: MetricsSettings;
-  /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
-  healthAddress?: string;
-  /** The webhook server's port and supplied certificate directory, when there are webhooks. */
-  webhook?: { port: number; certPath?: string };
-}
-
-/**
- * Resolves `run`'s settings from its flags, the operator's options and the environment.
- *
- * @param def The operator.
- * @param flags The parsed flags.
- * @returns The settings.
- * @throws {UsageError} For a malformed address, port or duration, or leader-election
- * durations that do not satisfy lease duration > renew deadline > 1.2 × retry period.
- */
-export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings {
-  const str = (name: string) => typeof flags[name] === "string" ? flags[name] as string : undefined;
-  const duration = (name: string, fallback: number) => {
-    const v = str(name);
-    return v === undefined ? fallback : parseDuration(v, name);
-  };
-  const elect = typeof flags["leader-elect"] === "boolean"
-    ? flags["leader-elect"]
-    : def.leaderElection.enabled;
-  const port = Number(str("webhook-port") ?? "9443");
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`Flag "--webhook-port" takes a port number, not "${str("webhook-port")}"`);
-  }
-  const d = def.leaderElection;
-  const lease = duration("leader-elect-lease-duration", d.leaseDurationMs ?? 15_000);
-  const renew = duration("leader-elect-renew-deadline", d.renewDeadlineMs ?? 10_000);
-  const retry = duration("leader-elect-retry-period", d.retryPeriodMs ?? 2_000);
-  if (elect && !(lease > renew && renew > 1.2 * retry && retry > 0)) {
-    throw new UsageError(
-      `Leader election needs lease duration > renew deadline > 1.2 × retry period, got ` +
-        `"--leader-elect-lease-duration=${lease}ms", "--leader-elect-renew-deadline=${renew}ms", ` +
-        `"--leader-elect-retry-period=${retry}ms"`,
-    );
-  }
-  const sh = def.sharding;
-  if (sh && elect) {
-    throw new UsageError(
-      `Operator "${def.name}" is sharded: its replicas share the objects instead of electing a leader; drop "--leader-elect"`,
-    );
-  }
-  const shardTimes = sh && {
-    leaseDurationMs: duration("shard-lease-duration", sh.leaseDurationMs ?? 15_000),
-    renewDeadlineMs: duration("shard-renew-deadline", sh.renewDeadlineMs ?? 10_000),
-    retryPeriodMs: duration("shard-retry-period", sh.retryPeriodMs ?? 2_000),
-  };
-  if (
-    shardTimes && !(shardTimes.leaseDurationMs > shardTimes.renewDeadlineMs &&
-      shardTimes.renewDeadlineMs > 1.2 * shardTimes.retryPeriodMs && shardTimes.retryPeriodMs > 0)
-  ) {
-    throw new UsageError(
-      `Sharding needs lease duration > renew deadline > 1.2 × retry period, got ` +
-        `"--shard-lease-duration=${shardTimes.leaseDurationMs}ms", ` +
-        `"--shard-renew-deadline=${shardTimes.renewDeadlineMs}ms", ` +
-        `"--shard-retry-period=${shardTimes.retryPeriodMs}ms"`,
-    );
-  }
-  const watchStallTimeoutMs = duration("watch-stall-timeout", 600_000);
-  if (!(watchStallTimeoutMs > 0)) {
-    throw new UsageError(`Flag "--watch-stall-timeout" takes a positive duration`);
-  }
-  const startupTimeoutMs = duration("startup-timeout", 120_000);
-  if (!(startupTimeoutMs > 0)) {
-    throw new UsageError(`Flag "--startup-timeout" takes a positive duration`);
-  }
-  for (const flag of ["namespace", "leader-elect-namespace"]) {
-    const ns = str(flag);
-    if (ns !== undefined && !isDnsLabel(ns)) {
-      throw new UsageError(
-        `Flag "--${flag}" takes a namespace name (lower-case letters, digits, "-"), not "${ns}"`,
-      );
-    }
-  }
-  const watch = str("watch-namespace") ?? env("WATCH_NAMESPACE");
-  const watchNamespaces = watch ? parseList(watch) : [...def.watchNamespaces];
-  const badWatch = watchNamespaces.find((ns) => !isDnsLabel(ns));
-  if (badWatch !== undefined) {
-    const from = str("watch-namespace") !== undefined
-      ? 'Flag "--watch-namespace"'
-      : "WATCH_NAMESPACE";
-    throw new UsageError(
-      `${from} takes namespace names (lower-case letters, digits, "-"), not "${badWatch}"`,
-    );
-  }
-  const settings: RunSettings = {
-    watchNamespaces,
-    leaderElection: elect
-      ? {
-        name: d.leaseName,
-        namespace: str("leader-elect-namespace") ?? d.namespace ??
-          operatorNamespace({ def, flags }),
-        leaseDurationMs: lease,
-        renewDeadlineMs: renew,
-        retryPeriodMs: retry,
-      }
-      : undefined,
-    ...(sh && shardTimes
-      ? {
-        sharding: {
-          shards: sh.shards ?? DEFAULT_SHARDS,
-          key: sh.key,
-          name: sh.name ?? def.name,
-          ...(sh.namespace ? { namespace: sh.namespace } : {}),
-          identity: str("shard-identity") ?? sh.identity ?? env("POD_NAME"),
-          ...shardTimes,
-        },
-      }
-      : {}),
-    watchStallTimeoutMs,
-    shutdownTimeoutMs: duration("graceful-shutdown-timeout", GRACEFUL_SHUTDOWN_MS),
-    startupTimeoutMs,
-    metricsAddress: metricsSettings(flags)?.address,
-    metrics: metricsSettings(flags),
-    healthAddress: bindAddress(
-      str("health-probe-bind-address") ?? ":8081",
-      "health-probe-bind-address",
-    ),
-    // Conversion webhooks of multi-version resources are served by the same server.
-    webhook: def.webhooks.length || def.conversions.length
-      ? { port, certPath: str("webhook-cert-path") }
-      : undefined,
-  };
-  checkPorts(settings);
-  return settings;
-}
-
-/** Two servers of one process cannot share a port: say which flags collide, before binding. */
-function checkPorts(s: RunSettings): void {
-  const used = new Map<number, string>();
-  const claims: [string | undefined, string][] = [
-    [s.metrics?.address, "--metrics-bind-address"],
-    [s.healthAddress, "--health-probe-bind-address"],
-    [s.webhook?.port ? `:${s.webhook.port}` : undefined, "--webhook-port"],
-  ];
-  for (const [address, flag] of claims) {
-    const port = address ? parseBindAddress(address)?.port : undefined;
-    if (!port) continue;
-    const other = used.get(port);
-    if (other) {
-      throw new UsageError(
-        `Flags "${other}" and "${flag}" both use port ${port}; give each server its own port`,
-      );
-    }
-    used.set(port, flag);
-  }
-}
-
-function bindAddress(address: string, flag: string): string | undefined {
-  try {
-    return parseBindAddress(address) ? address : undefined;
-  } catch {
-    throw new UsageError(`Flag "--${flag}" takes HOST:PORT, :PORT or 0, not "${address}"`);
-  }
-}
+import { awaitApiServer } from "./_startup.ts";
+import { runPlace } from "./_local.ts";
+import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
+import { runRunnables } from "./_run_runnables.ts";
+import { stopSignals } from "./_signals.ts";
 
 /** The `run` command. */
 export const runCommand: Command = {
@@ -429,232 +97,66 @@ a standby then takes over a dead leader that much later.
 
 /healthz fails when a watch is stalled or the Lease renewals are wedged; /readyz passes
 once the caches have synced (standbys included).`,
-  flags: FLAGS,
+  flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
     const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
     // Outside a cluster nothing may depend on the operator's namespace: see _local.ts.
     const place = runPlace(ctx, client, settings);
-
-    const stop = new AbortController();
-    let signals = 0;
-    let firstSignalAt = 0;
-    const onSignal = () => {
-      // `deno task` forwards the terminal's Ctrl-C, so one keypress can arrive twice within
-      // milliseconds; only a signal sent later means "stop waiting".
-      if (signals > 0 && Date.now() - firstSignalAt < ECHO_WINDOW_MS) return;
-      firstSignalAt ||= Date.now();
-      if (++signals > 1) {
-        ctx.err(`${ctx.def.name}: Second signal received; exiting without waiting`);
-        Deno.exit(EXIT.failure);
-      }
-      log.info("Received a termination signal; shutting down");
-      stop.abort();
-    };
-    const sigs: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-    for (const s of sigs) Deno.addSignalListener(s, onSignal);
-
+    using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
     const le = settings.leaderElection;
-    // The elector runs on its own signal, not the manager's: on a graceful stop the Lease is
-    // released only after the controllers drained, so that the standby never writes while
-    // this replica still does.
-    const electorStop = new AbortController();
-    let campaign: Promise<LeaderElectionEnd> | undefined;
-    const elector = le
-      ? leaderElector({
-        client,
-        name: le.name,
-        namespace: le.namespace,
-        leaseDurationMs: le.leaseDurationMs,
-        renewDeadlineMs: le.renewDeadlineMs,
-        retryPeriodMs: le.retryPeriodMs,
-        metrics: metrics.leaderElection(le.name),
-        onStoppedLeading: (reason) => {
-          if (reason !== "lost") return;
-          // No fencing: another replica may hold the Lease already. Stop writing now, not
-          // after in-flight reconciles finish, and let the pod restart as a standby.
-          log.error("Lost the Lease {lease}; exiting so that this replica restarts", {
-            lease: `${le.namespace}/${le.name}`,
-          });
-          ctx.err(`${ctx.def.name}: Lost the Lease "${le.namespace}/${le.name}"; exiting`);
-          Deno.exit(EXIT.failure);
-        },
-      })
-      : undefined;
-    const manager = createManager({
+    const sh = settings.sharding;
+    // Probes and metrics are served from the first wait for the API server on (`serve()`),
+    // so that a kubelet sees the process alive (and not ready) meanwhile; a refusal before
+    // that (404, 401, 403) exits with its one line and nothing else.
+    let startup: ApiServerWait | undefined;
+    const manager: Manager = createManager({
       client,
       controllers: ctx.def.controllers,
       namespaces: settings.watchNamespaces.length ? settings.watchNamespaces : undefined,
       metrics: metrics.manager,
       shutdownTimeoutMs: settings.shutdownTimeoutMs,
-      sharding: settings.sharding
-        ? {
-          ...settings.sharding,
-          namespace: settings.sharding.namespace ?? place.namespace,
-          metrics: metrics.sharding,
-          onLost: (reason) => {
-            // As with a lost Lease: others may take this replica's shards now. Stop writing
-            // at once and let the pod restart as a new member.
-            log.error(
-              "Lost sharding membership ({reason}); exiting so that this replica restarts",
-              {
-                reason,
-              },
-            );
-            ctx.err(`${ctx.def.name}: Lost sharding membership: ${reason}; exiting`);
-            Deno.exit(EXIT.failure);
-          },
-        }
-        : undefined,
-      leaderElection: elector
-        ? (lc: LeaderElectionContext) => {
-          campaign = elector.run(electorStop.signal);
-          // Shutting down before winning: stop campaigning. Once leading, the Lease is
-          // released after the manager stopped (below).
-          lc.signal.addEventListener("abort", () => {
-            if (!elector.isLeader) electorStop.abort();
-          }, { once: true });
-          return elector.elected;
-        }
-        : undefined,
-    });
-    if (settings.sharding) metrics.shards(manager);
-    const probes = operatorProbes({
-      informers: () => manager.informers?.all(),
-      stopping: () => stop.signal.aborted,
-      elector: () => elector,
-      ...(settings.sharding ? { sharding: () => manager.sharding } : {}),
-      watchStallTimeoutMs: settings.watchStallTimeoutMs,
-    });
-    const served = new AbortController();
-    let webhooks: RunningWebhooks | undefined;
-    // Probes and metrics are served from the first wait for the API server on, so that a
-    // kubelet sees the process alive (and not ready) meanwhile; a refusal before that
-    // (404, 401, 403) exits with its one line and nothing else.
-    const endpointsFailed = new AbortController();
-    let endpoints: Promise<void> | undefined;
-    const serveEndpoints = () =>
-      endpoints ??= (async () => {
-        if (settings.metrics) {
-          const endpoint = await serveOperatorMetrics(
-            metrics.registry,
-            settings.metrics,
-            client,
-            served.signal,
-          );
-          log.info("Serving metrics at {url}metrics{auth}", {
-            url: endpoint?.url,
-            auth: settings.metrics.secure ? " (authenticated and authorized)" : "",
-          });
-        }
-        if (settings.healthAddress) {
-          const endpoint = await serveProbes(probes, {
-            address: settings.healthAddress,
-            signal: served.signal,
-          });
-          log.info("Serving probes at {url}healthz and {url}readyz", { url: endpoint?.url });
-        }
-      })();
-    const startup = new ApiServerWait({
-      timeoutMs: settings.startupTimeoutMs,
-      flag: "--startup-timeout",
-      server: client.server,
-      signal: AbortSignal.any([stop.signal, endpointsFailed.signal]),
-      onWaiting: (waiting) => {
-        if (waiting) serveEndpoints().catch((err) => endpointsFailed.abort(err));
+      leaderElection: le && { ...le, metrics: metrics.leaderElection(le.name) },
+      sharding: sh &&
+        { ...sh, namespace: sh.namespace ?? place.namespace, metrics: metrics.sharding },
+      startup: ({ signal, serve }) => {
+        startup = new ApiServerWait({
+          timeoutMs: settings.startupTimeoutMs,
+          flag: "--startup-timeout",
+          server: client.server,
+          signal,
+          onWaiting: (waiting) => void (waiting && serve()),
+        });
+        return awaitApiServer(client, ctx.def, settings.watchNamespaces, startup);
       },
+      runnables: runRunnables({
+        ctx,
+        settings,
+        metrics,
+        client,
+        place,
+        manager: () => manager,
+        remainingMs: () => startup?.remainingMs ?? settings.startupTimeoutMs,
+        probes: operatorProbes({
+          informers: () => manager.informers?.all(),
+          stopping: () => manager.stopping,
+          elector: () => manager.elector,
+          ...(sh ? { sharding: () => manager.sharding } : {}),
+          watchStallTimeoutMs: settings.watchStallTimeoutMs,
+        }),
+      }),
     });
-    let startupFailure: StartupError | undefined;
+    if (sh) metrics.shards(manager);
     try {
-      try {
-        await awaitApiServer(client, ctx.def, settings.watchNamespaces, startup);
-      } catch (err) {
-        if (stop.signal.aborted && !endpointsFailed.signal.aborted) return EXIT.ok;
-        throw err;
-      }
-      await serveEndpoints();
-      if (settings.webhook) {
-        // Outside a cluster (local development, tests) the server listens on loopback and
-        // takes over the configurations by URL until it stops, as envtest registers them;
-        // inside, the Service does.
-        const local = place.local;
-        webhooks = await serveWebhooks(client, ctx.def.webhooks.filter(isAdmission), {
-          name: ctx.def.name,
-          namespace: place.namespace,
-          port: settings.webhook.port,
-          certDir: settings.webhook.certPath,
-          local,
-          conversions: ctx.def.conversions,
-          signal: served.signal,
-        });
-        const serving = webhooks;
-        probes.addReadyz("webhook", () => {
-          if (serving.server.port <= 0) throw new Error("Webhook server is not listening");
-        });
-        log.info("Serving admission webhooks at https://{host}:{port} ({mode})", {
-          host: local ? "127.0.0.1" : "[::]",
-          port: webhooks.server.port,
-          mode: local ? "registered by URL until exit" : "behind the Service",
-        });
-      }
-      if (place.local) {
-        // One plain line (braces escaped: it is the message template itself).
-        const line = describeLocalRun(place, settings, webhooks, client.server);
-        log.info(line.replaceAll("{", "{{").replaceAll("}", "}}"));
-      }
-      log.info("Starting {name} {version} with {count} controllers", {
-        name: ctx.def.name,
-        version: ctx.def.version,
-        count: ctx.def.controllers.length,
-      });
-      using _deadline = cacheSyncDeadline({
-        remainingMs: startup.remainingMs,
-        setting: startupSetting(settings.startupTimeoutMs),
-        synced: () => manager.ready(),
-        informers: () => manager.informers?.all(),
-        onExpired: (err) => {
-          if (stop.signal.aborted) return; // already shutting down
-          startupFailure = err;
-          stop.abort(err);
-        },
-      });
-      await manager.start(stop.signal);
-      if (startupFailure) throw startupFailure;
+      await manager.start(signals.signal);
       return EXIT.ok;
-    } finally {
-      // The manager has stopped and its controllers drained: now hand the Lease over.
-      electorStop.abort();
-      await campaign?.catch(() => {});
-      await webhooks?.close().catch(() => {});
-      served.abort();
-      for (const s of sigs) Deno.removeSignalListener(s, onSignal);
-      // The echo of the Ctrl-C that stopped us (`deno task` forwards its copy) may land after
-      // the listeners are gone, while the caller still cleans up (`deno task dev` stops its
-      // control plane): without a listener it would kill the process with code 130.
-      if (signals > 0) swallowEchoes(sigs, firstSignalAt + ECHO_WINDOW_MS);
+    } catch (err) {
+      if (!(err instanceof LeadershipLostError)) throw err;
+      // Another replica may be writing already: the manager stopped without waiting for
+      // in-flight reconciles; exit 1 so that the pod restarts as a standby (a new member).
+      ctx.err(`${ctx.def.name}: ${err.message}; exiting`);
+      return EXIT.failure;
     }
   },
 };
-
-/** How long after a stopping signal another one counts as its echo, not a new request. */
-const ECHO_WINDOW_MS = 1_000;
-
-/**
- * Ignores `sigs` until `until` (epoch ms), then restores their default action. The timer does
- * not keep the process alive.
- */
-function swallowEchoes(sigs: Deno.Signal[], until: number): void {
-  const ignore = () => {};
-  for (const s of sigs) Deno.addSignalListener(s, ignore);
-  const timer = setTimeout(() => {
-    for (const s of sigs) Deno.removeSignalListener(s, ignore);
-  }, Math.max(0, until - Date.now()));
-  Deno.unrefTimer(timer);
-}
-
-/** Webhooks from `admission()` are served by the operator; others only add manifests. */
-function isAdmission(w: OperatorWebhook): w is Admission {
-  const a = w as Partial<Admission>;
-  return typeof a.mutate === "function" && typeof a.validate === "function" && !!a.resource;
-}

@@ -42,7 +42,8 @@ export interface Operator {
   /**
    * Runs the command line and returns its exit code, which it also sets as `Deno.exitCode`:
    * `await operator({...}).main()` as the last statement makes the process exit with it. It
-   * never calls `Deno.exit` itself, so it can be called from tests; see `mainAndExit`.
+   * calls `Deno.exit` only when `run` gets a second SIGINT or SIGTERM while it drains (the
+   * user asked not to wait); see `mainAndExit`.
    *
    * @param args The arguments, without the program name.
    * @returns 0 ok, 1 runtime failure, 2 usage error.
@@ -96,7 +97,9 @@ export interface Operator {
 export function operator(options: OperatorOptions): Operator {
   const def = defineOperator(options);
   const main = async (args: readonly string[] = Deno.args) => {
-    const code = await dispatch(def, args, consoleIo);
+    // The program's entry is the one place that may end the process at once (`run`, on a
+    // second SIGINT or SIGTERM); everything below returns its exit code instead.
+    const code = await dispatch(def, args, consoleIo, (code) => Deno.exit(code));
     Deno.exitCode = code;
     return code;
   };

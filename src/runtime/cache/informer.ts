@@ -72,6 +72,11 @@ export interface InformerHandlers<T> {
   onEvent?(event: ObjectEvent<T>): void | Promise<void>;
   /** The informer entered a failing state (once per change of state, not per retry). */
   onError?(error: WatchError): void | Promise<void>;
+  /**
+   * The informer stopped for good (its watch closed): no event follows. Called once, when
+   * `stop()` completes, e.g. after `InformerFactory.remove()` for a kind no longer needed.
+   */
+  onStopped?(): void;
 }
 
 /** Options for {@linkcode informer}. */
@@ -294,13 +299,15 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   }
 
   /**
-   * Stops the watch and waits for it to close. Final: the informer cannot start again.
-   * Handlers are not called after this resolves.
+   * Stops the watch and waits for it to close, then tells each handler (`onStopped`) and
+   * forgets them. Final: the informer cannot start again. No handler is called after this
+   * resolves; the store keeps its objects (see `InformerFactory.remove` to release them).
    *
    * @returns A promise that resolves once the watch request is closed.
    */
   async stop(): Promise<void> {
-    if (!this.#stopped) {
+    const first = !this.#stopped;
+    if (first) {
       this.#stopped = true;
       this.#unsubscribe?.();
       this.#ctl.abort();
@@ -310,6 +317,16 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
       this.#waiters.clear();
     }
     await this.#run;
+    if (!first) return;
+    const handlers = [...this.#handlers];
+    this.#handlers.clear();
+    for (const h of handlers) {
+      try {
+        h.onStopped?.();
+      } catch (err) {
+        this.#handlerFailed("onStopped", err);
+      }
+    }
   }
 
   /**

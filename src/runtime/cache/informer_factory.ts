@@ -19,6 +19,19 @@ export type InformerFactoryOptions = Omit<
   "namespace" | "labelSelector" | "fieldSelector" | "shardSelector" | "indexes" | "shard"
 >;
 
+/** A hold on a shared informer, from {@linkcode InformerFactory.prototype.acquire}. */
+export interface InformerHold<T extends KubeObject> {
+  /** The informer. */
+  readonly informer: Informer<T>;
+  /**
+   * Gives the hold back; the last one removes the informer (unless `for()` handed it out).
+   * Calling it again does nothing.
+   *
+   * @returns A promise that resolves once the informer, if removed, is stopped.
+   */
+  release(): Promise<void>;
+}
+
 /** The query of {@linkcode InformerFactory.prototype.for}, plus indexes to ensure. */
 export interface InformerQuery<T> extends WatchQuery {
   /**
@@ -56,8 +69,9 @@ function transformId(fn: object | undefined): string {
  * query use one watch and one cache.
  *
  * Informers are started by {@linkcode InformerFactory.prototype.start}; those asked for
- * after it are started at once. Disposing the factory stops them all and closes the client
- * it created.
+ * after it are started at once. `acquire()` holds one for a while and its last `release()`
+ * stops it; `remove()` stops one for good. Disposing the factory stops them all and closes
+ * the client it created.
  *
  * @example Two controllers, one watch
  * ```ts
@@ -79,6 +93,8 @@ function transformId(fn: object | undefined): string {
 export class InformerFactory implements AsyncDisposable {
   readonly #opts: InformerFactoryOptions;
   readonly #informers = new Map<string, Informer<any>>();
+  readonly #holds = new Map<Informer<any>, number>();
+  readonly #pinned = new WeakSet<Informer<any>>();
   #client: Promise<WatchClient> | undefined;
   #ownClient: Promise<Client> | undefined;
   #started = false;
@@ -122,6 +138,76 @@ export class InformerFactory implements AsyncDisposable {
    * @throws {TypeError} When the factory was stopped.
    */
   for<T extends KubeObject>(resource: Resource<T>, query: InformerQuery<T> = {}): Informer<T> {
+    const inf = this.#get(resource, query);
+    this.#pinned.add(inf);
+    return inf;
+  }
+
+  /**
+   * Holds the shared informer for a kind and query until released: the last release of an
+   * informer no one asked for with `for()` removes it (see `remove`). For kinds needed only
+   * for a while — a watch a controller adds at run time, a CRD that may go away.
+   *
+   * @typeParam T The object type of the resource.
+   * @param resource The kind.
+   * @param query Namespace, selectors, and indexes to ensure.
+   * @returns The hold: its informer (started if the factory is) and `release()`.
+   * @throws {TypeError} When the factory was stopped.
+   *
+   * @example Watching Secrets for a while
+   * ```ts
+   * import { InformerFactory } from "./informer_factory.ts";
+   * import { resource } from "../../core/resource.ts";
+   * const Secret = resource({ group: "", version: "v1", kind: "Secret" });
+   * const client = {
+   *   list: () => Promise.resolve({ metadata: { resourceVersion: "1" }, items: [] }),
+   *   watchEvents: () => (async function* () {})(),
+   * };
+   * await using informers = new InformerFactory({ client }).start();
+   * const hold = informers.acquire(Secret, { namespace: "default" });
+   * await hold.informer.synced();
+   * await hold.release();
+   * if (informers.size !== 0) throw new Error("the informer is still there");
+   * ```
+   */
+  acquire<T extends KubeObject>(
+    resource: Resource<T>,
+    query: InformerQuery<T> = {},
+  ): InformerHold<T> {
+    const inf = this.#get(resource, query);
+    this.#holds.set(inf, (this.#holds.get(inf) ?? 0) + 1);
+    let released: Promise<void> | undefined;
+    return {
+      informer: inf,
+      release: () =>
+        released ??= (async () => {
+          const left = (this.#holds.get(inf) ?? 1) - 1;
+          if (left > 0) return void this.#holds.set(inf, left);
+          this.#holds.delete(inf);
+          if (!this.#pinned.has(inf)) await this.remove(inf);
+        })(),
+    };
+  }
+
+  /**
+   * Stops an informer for good and forgets it: its watch closes, its handlers are told
+   * (`onStopped`) and called no more, and its store is emptied so the objects can be
+   * collected. A later `for()` or `acquire()` of the same query makes a new informer.
+   *
+   * @param informer An informer this factory handed out.
+   * @returns A promise that resolves once its watch is closed.
+   */
+  async remove(informer: Informer<any>): Promise<void> {
+    for (const [key, inf] of this.#informers) {
+      if (inf === informer) this.#informers.delete(key);
+    }
+    this.#holds.delete(informer);
+    this.#pinned.delete(informer);
+    await informer.stop();
+    informer.store.replace([]);
+  }
+
+  #get<T extends KubeObject>(resource: Resource<T>, query: InformerQuery<T>): Informer<T> {
     if (this.#stopped) throw new TypeError("Cannot get an informer: the factory was stopped");
     const key = [
       resource.group,

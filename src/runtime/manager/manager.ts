@@ -1,26 +1,39 @@
 /**
  * `createManager()`: runs controllers on one client and one set of shared informers, with
- * readiness and health for probes, hooks for leader election and metrics, and a graceful
- * shutdown. The operator CLI calls `createManager({...}).start(signal)`.
+ * readiness and health for probes, leader election or sharding, and a graceful shutdown.
+ * Everything it runs is a {@linkcode Runnable} in a group; it owns their start and stop
+ * order and their errors. The operator's `run` is flags → these options → `start(signal)`.
  *
  * ## Flow
  *
- * `start(signal)`: create the client (unless given), build one {@linkcode ControllerRuntime}
- * per controller on a shared `InformerFactory` (queues fill from the start), start the
- * informers, wait for `leaderElection` (if set), then start each controller once its caches
- * have synced. With `sharding` instead, every replica runs at once and reconciles its share:
- * a `ShardCoordinator` takes and hands off shards through Leases, the primaries' informers
- * follow its filter, and a shard is released only after the controllers' reconciles of its
- * objects ended. When `signal` aborts (or leadership or sharding membership is lost): stop
- * taking new work, wait up to `shutdownTimeoutMs` for in-flight reconciles, release the
- * shards, close the watches and the client the manager created, and resolve.
+ * `start(signal)`: create the client (unless given), build the shared `InformerFactory`, one
+ * {@linkcode ControllerRuntime} per controller (queues fill from the start) and the built-in
+ * runnables, then
+ *
+ * 1. run the `startup` hook (e.g. wait until the API server serves every kind; it may start
+ *    the `server` group early);
+ * 2. start the groups in order: `server` (probes, metrics), `webhook`, `cache` (the
+ *    informers), `always` (leader election, the shard coordinator, deadlines);
+ * 3. once elected (at once without `leaderElection`; with `sharding` every replica runs on
+ *    the shards it holds), start the `leader` group: each controller starts its workers once
+ *    its caches synced.
+ *
+ * When `signal` aborts, `stop()` is called or a runnable fails: stop the groups in reverse
+ * order — the controllers first (up to `shutdownTimeoutMs` for in-flight reconciles), then
+ * leader election and sharding (the Lease and the shards are given up only after the drain),
+ * the informers, the webhook and the servers — close the client the manager created, and
+ * resolve, or reject with the failure. Losing the Lease or sharding membership stops without
+ * waiting for reconciles (another replica may be writing) and rejects with
+ * {@linkcode LeadershipLostError}.
  *
  * ## Guarantees
  *
  * - Every controller reads from the same informers; a kind+namespace is watched once.
  * - No reconcile starts before its caches synced, before leadership, or after shutdown began.
+ * - Every runnable added is stopped, in reverse group order, also when its group never
+ *   started; the first failure is the one `start()` rejects with.
  * - `start()` resolves only after shutdown completed; it installs signal handlers only with
- *   `handleSignals: true`.
+ *   `handleSignals: true`, and never exits the process.
  *
  * @module
  */
@@ -32,6 +45,9 @@ import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_
 import type { RateLimiter } from "../queue/rate_limiter.ts";
 import type { Controller } from "../controller/reconcile.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
+import { type LeaderElector, leaderElector, type LeaderElectorOptions } from "./leader_election.ts";
+import { Lifecycle } from "./_lifecycle.ts";
+import type { Runnable } from "./runnable.ts";
 import {
   ShardCoordinator,
   type ShardCoordinatorOptions,
@@ -85,7 +101,20 @@ export interface ManagerOptions {
    * when the signal aborts.
    * @default start at once
    */
-  leaderElection?: (ctx: LeaderElectionContext) => Promise<void>;
+  leaderElection?: ((ctx: LeaderElectionContext) => Promise<void>) | ManagerLeaderElection;
+  /**
+   * More runnables (servers, periodic tasks...), started and stopped with the built-in ones
+   * in the order of their groups (see {@linkcode Runnable}).
+   * @default []
+   */
+  runnables?: readonly Runnable[];
+  /**
+   * Runs first, before any group starts, e.g. to wait until the API server serves every
+   * kind; a rejection ends `start()` with it. `serve()` starts the `server` group early
+   * (probes while waiting). Should reject with the signal's reason when the signal aborts.
+   * @default nothing to wait for
+   */
+  startup?: (ctx: ManagerStartupContext) => Promise<void>;
   /**
    * Share the objects with the operator's other replicas instead of electing a leader: each
    * replica caches and reconciles the shards it holds (see `ShardCoordinator`). Not with
@@ -111,6 +140,24 @@ export interface ManagerOptions {
    */
   handleSignals?: boolean;
 }
+
+/** What the manager's `startup` hook gets. */
+export interface ManagerStartupContext {
+  /** The manager's client. */
+  client: Client;
+  /** Aborted when the manager stops. */
+  signal: AbortSignal;
+  /** Starts the `server` group now instead of after the hook. */
+  serve(): Promise<void>;
+}
+
+/**
+ * The manager's `leaderElection` option as a Lease to hold: the elector's options but its
+ * client. Losing the Lease stops the manager at once (in-flight reconciles are abandoned,
+ * another replica may already be writing) and `start()` rejects with a
+ * {@linkcode LeadershipLostError}.
+ */
+export type ManagerLeaderElection = Omit<LeaderElectorOptions, "client">;
 
 /** The manager's `sharding` option: the coordinator's options but its client and drain. */
 export type ManagerSharding = Omit<ShardCoordinatorOptions, "client" | "drain">;
@@ -171,8 +218,9 @@ export class Manager implements AsyncDisposable {
   #informers: InformerFactory | undefined;
   #client: Client | undefined;
   #sharding: ShardCoordinator | undefined;
-  #shardStop = new AbortController();
-  #shardRun: Promise<ShardingEnd> | undefined;
+  #elector: LeaderElector | undefined;
+  readonly #lifecycle = new Lifecycle(this.#stop);
+  #late = false;
   #started = false;
   #leading = false;
   #done: Promise<void> | undefined;
@@ -203,6 +251,27 @@ export class Manager implements AsyncDisposable {
    */
   get informers(): InformerFactory | undefined {
     return this.#informers;
+  }
+
+  /**
+   * The leader elector, once started with a Lease as `leaderElection`.
+   *
+   * @returns The elector, or `undefined`.
+   */
+  get elector(): LeaderElector | undefined {
+    return this.#elector;
+  }
+
+  /**
+   * Adds a runnable. Before `start()` it starts with its group; while its group runs it
+   * starts at once.
+   *
+   * @param runnable What to run.
+   * @returns A promise that resolves once it started (at once before `start()`).
+   * @throws {TypeError} When the manager is stopping.
+   */
+  add(runnable: Runnable): Promise<void> {
+    return this.#lifecycle.add(runnable);
   }
 
   /**
@@ -336,6 +405,15 @@ export class Manager implements AsyncDisposable {
   }
 
   /**
+   * Whether the stop began (the start signal aborted, `stop()`, or a runnable failed).
+   *
+   * @returns `true` once stopping.
+   */
+  get stopping(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
+  /**
    * Readiness: started, and every controller's caches have synced.
    *
    * @returns `true` when ready.
@@ -378,6 +456,7 @@ export class Manager implements AsyncDisposable {
 
   async #run(signal?: AbortSignal): Promise<void> {
     const stop = this.#stop;
+    const lc = this.#lifecycle;
     const onAbort = () => stop.abort(signal?.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) stop.abort(signal.reason);
@@ -387,102 +466,217 @@ export class Manager implements AsyncDisposable {
     };
     const sigs: Deno.Signal[] = this.#opts.handleSignals ? ["SIGINT", "SIGTERM"] : [];
     for (const s of sigs) Deno.addSignalListener(s, onSignal);
-    let lost: { reason: unknown } | undefined;
     const ownClient = !this.#opts.client;
     try {
       this.#client = this.#opts.client ?? await createClient(this.#opts.clientOptions);
       const client = this.#client;
-      this.#informers = new InformerFactory({ ...this.#opts.informerOptions, client });
-      const sharding = this.#opts.sharding
-        ? new ShardCoordinator({
-          ...this.#opts.sharding,
-          client,
-          drain: async (inShards) => {
-            await Promise.all(this.#runtimes.map((r) => r.idle(inShards)));
-          },
-        })
-        : undefined;
-      this.#sharding = sharding;
-      this.#runtimes = this.controllers.map((c) =>
-        new ControllerRuntime(c, {
-          client,
-          informers: this.#informers!,
-          namespaces: this.#opts.namespaces,
-          metrics: this.#opts.metrics,
-          rateLimiter: this.#opts.rateLimiter?.(c.name),
-          ...(sharding
-            ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
-            : {}),
-        })
-      );
+      const elected = this.#build(client);
+      for (const r of this.#opts.runnables ?? []) await lc.add(r);
       if (stop.signal.aborted) return;
-      this.#informers.start();
-      log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
-      if (sharding) {
-        this.#shardRun = sharding.run(this.#shardStop.signal);
-        this.#shardRun.then((end) => {
-          if (end !== "lost") return;
-          lost ??= { reason: new Error("Sharding membership was lost") };
-          stop.abort(lost.reason);
-        }, () => {});
-      }
-      if (this.#opts.leaderElection) {
-        const campaign = this.#opts.leaderElection({
-          client,
-          signal: stop.signal,
-          lost: (reason) => {
-            lost ??= { reason };
-            stop.abort(reason);
-          },
-        });
-        // A hook that ignores the signal must not hold up shutdown.
-        const aborted = new Promise<void>((resolve) => {
-          if (stop.signal.aborted) return resolve();
-          stop.signal.addEventListener("abort", () => resolve(), { once: true });
-        });
-        await Promise.race([campaign, aborted]).catch((err) => {
-          if (!stop.signal.aborted) throw err;
-        });
-        campaign.catch(() => {});
-        if (stop.signal.aborted) return;
-        log.info("Leadership acquired");
-      }
-      this.#leading = true;
-      await Promise.all(this.#runtimes.map((r) =>
-        r.start(stop.signal).catch((err) => {
-          if (!stop.signal.aborted) throw err;
-        })
-      ));
-      await new Promise<void>((resolve) => {
-        if (stop.signal.aborted) return resolve();
-        stop.signal.addEventListener("abort", () => resolve(), { once: true });
+      await this.#opts.startup?.({
+        client,
+        signal: stop.signal,
+        serve: () => lc.startGroup("server", client),
       });
+      for (const group of ["server", "webhook", "cache", "always"] as const) {
+        await lc.startGroup(group, client);
+      }
+      log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
+      if (elected) await untilAborted(elected, stop.signal);
+      if (stop.signal.aborted) return;
+      if (this.#opts.leaderElection) log.info("Leadership acquired");
+      this.#leading = true;
+      await lc.startGroup("leader", client);
+      await untilAborted(undefined, stop.signal);
+    } catch (err) {
+      if (!stop.signal.aborted) lc.fail(err);
     } finally {
       signal?.removeEventListener("abort", onAbort);
       stop.abort();
-      await this.#shutdown(ownClient);
+      // A start-up that failed before anything ran (a kind not installed) stops silently:
+      // its one line is the caller's to print.
+      const ran = lc.started;
+      const urgent = lc.failure?.urgent ?? false;
+      const timeoutMs = urgent ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
+      if (ran) {
+        log.info("Manager shutting down; waiting up to {timeoutMs} ms for reconciles", {
+          timeoutMs,
+        });
+      }
+      await lc.stopAll();
+      if (ownClient) this.#client?.close();
+      if (ran) {
+        log.info("Manager stopped{late}", {
+          late: this.#late ? " (some reconciles did not finish in time)" : "",
+        });
+      }
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
       this.#leading = false;
     }
-    if (lost) {
-      const what = this.#sharding ? "sharding membership" : "leadership";
-      throw new Error(`Manager stopped: ${what} was lost`, { cause: lost.reason });
-    }
+    if (lc.failure) throw lc.failure.error;
   }
 
-  async #shutdown(ownClient: boolean): Promise<void> {
-    const timeoutMs = this.#opts.shutdownTimeoutMs ?? 30_000;
-    log.info("Manager shutting down; waiting up to {timeoutMs} ms for reconciles", { timeoutMs });
-    const results = await Promise.all(this.#runtimes.map((r) => r.stop(timeoutMs)));
-    // Only now, with the reconciles drained, may other replicas take this one's shards.
-    this.#shardStop.abort();
-    await this.#shardRun?.catch(() => {});
-    await this.#informers?.stop();
-    if (ownClient) this.#client?.close();
-    log.info("Manager stopped{late}", {
-      late: results.every(Boolean) ? "" : " (some reconciles did not finish in time)",
+  /**
+   * Builds the informers, the controllers' runtimes and the built-in runnables on `client`;
+   * returns what resolves once this replica may run the `leader` group.
+   */
+  #build(client: Client): Promise<void> | undefined {
+    const lc = this.#lifecycle;
+    const informers = new InformerFactory({ ...this.#opts.informerOptions, client });
+    this.#informers = informers;
+    const sharding = this.#opts.sharding
+      ? new ShardCoordinator({
+        ...this.#opts.sharding,
+        client,
+        drain: async (inShards) => {
+          await Promise.all(this.#runtimes.map((r) => r.idle(inShards)));
+        },
+        onLost: (reason) => {
+          this.#opts.sharding?.onLost?.(reason);
+          lc.fail(new LeadershipLostError(`Lost sharding membership: ${reason}`), {
+            urgent: true,
+          });
+        },
+      })
+      : undefined;
+    this.#sharding = sharding;
+    this.#runtimes = this.controllers.map((c) =>
+      new ControllerRuntime(c, {
+        client,
+        informers,
+        namespaces: this.#opts.namespaces,
+        metrics: this.#opts.metrics,
+        rateLimiter: this.#opts.rateLimiter?.(c.name),
+        ...(sharding
+          ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
+          : {}),
+      })
+    );
+    void lc.add({
+      name: "informers",
+      group: "cache",
+      start: () => void informers.start(),
+      stop: () => informers.stop(),
     });
+    if (sharding) void lc.add(shardingRunnable(sharding));
+    const election = this.#election(client);
+    if (election) void lc.add(election.runnable);
+    for (const r of this.#runtimes) {
+      void lc.add({
+        name: `controller ${r.controller.name}`,
+        group: "leader",
+        start: ({ signal }) => r.start(signal),
+        stop: async (reason) => {
+          const timeoutMs = reason === "urgent" ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
+          if (!await r.stop(timeoutMs)) this.#late = true;
+        },
+      });
+    }
+    return election?.elected;
   }
+
+  /** Leader election as a runnable of the `always` group, from the option's two forms. */
+  #election(client: Client): { runnable: Runnable; elected: Promise<void> } | undefined {
+    const option = this.#opts.leaderElection;
+    if (!option) return undefined;
+    const lc = this.#lifecycle;
+    const campaignStop = new AbortController();
+    let campaign: Promise<unknown> | undefined;
+    if (typeof option === "function") {
+      let begin!: () => void;
+      const elected = new Promise<void>((resolve, reject) => {
+        begin = () => {
+          const run = option({
+            client,
+            signal: this.#stop.signal,
+            lost: (reason) => {
+              lc.fail(new Error("Manager stopped: leadership was lost", { cause: reason }));
+            },
+          });
+          run.then(resolve, reject);
+        };
+      });
+      elected.catch(() => {});
+      const runnable: Runnable = {
+        name: "leader election",
+        group: "always",
+        start: () => begin(),
+        stop: () => {},
+      };
+      return { elected, runnable };
+    }
+    const elector = leaderElector({
+      ...option,
+      client,
+      onStoppedLeading: (reason) => {
+        option.onStoppedLeading?.(reason);
+        if (reason !== "lost") return;
+        // No fencing: another replica may hold the Lease already. Stop writing now, not after
+        // in-flight reconciles finish.
+        const lease = `${elector.namespace}/${elector.name}`;
+        log.error("Lost the Lease {lease}; stopping without waiting for reconciles", { lease });
+        lc.fail(new LeadershipLostError(`Lost the Lease "${lease}"`), { urgent: true });
+      },
+    });
+    this.#elector = elector;
+    return {
+      elected: elector.elected,
+      runnable: {
+        name: "leader election",
+        group: "always",
+        start: () => void (campaign = elector.run(campaignStop.signal)),
+        // After the controllers drained (they stop first): a standby never writes while this
+        // replica still does.
+        stop: async () => {
+          campaignStop.abort();
+          await campaign?.catch(() => {});
+        },
+      },
+    };
+  }
+}
+
+/** Leadership (the Lease, or sharding membership) was lost: the manager stopped at once. */
+export class LeadershipLostError extends Error {
+  /**
+   * @param message What was lost, e.g. `Lost the Lease "default/myapp-operator"`.
+   * @param options `cause`: why.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "LeadershipLostError";
+  }
+}
+
+/** The shard coordinator as a runnable: joins with the caches, leaves after the drain. */
+function shardingRunnable(sharding: ShardCoordinator): Runnable {
+  const leave = new AbortController();
+  let run: Promise<ShardingEnd> | undefined;
+  return {
+    name: "shard coordinator",
+    group: "always",
+    start: () => void (run = sharding.run(leave.signal)),
+    // Only now, with the reconciles drained, may other replicas take this one's shards.
+    stop: async () => {
+      leave.abort();
+      await run?.catch(() => {});
+    },
+  };
+}
+
+/**
+ * Resolves when `promise` does or `signal` aborts, whichever is first (never before the abort
+ * without a promise); rethrows only before the abort.
+ */
+async function untilAborted(promise: Promise<void> | undefined, signal: AbortSignal) {
+  const aborted = new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+  // A hook that ignores the signal must not hold up shutdown.
+  await Promise.race(promise ? [promise, aborted] : [aborted]).catch((err) => {
+    if (!signal.aborted) throw err;
+  });
 }
 
 /**
