@@ -118,7 +118,7 @@ const log = getLogger(["kubeno", "leader-election"]);
  * const ended = elector.run(stop.signal);
  * await elector.elected;
  * // start controllers here
- * if ((await ended) === "lost") Deno.exit(1);
+ * if ((await ended) === "lost") throw new Error("Lost the Lease: stop writing now");
  * ```
  */
 export class LeaderElector implements AsyncDisposable {
