@@ -19,7 +19,7 @@
  * Lease, so a standby takes over within one retry period and never while this replica still
  * writes.
  *
- * Probes (`--health-probe-bind-address`, see `_cli_probes.ts`): `/healthz` checks that the
+ * Probes (`--health-probe-bind-address`, see `_run_runnables.ts`): `/healthz` checks that the
  * process answers, no watch is stalled and the renew loop is not wedged; `/readyz` that the
  * caches synced.
  *
@@ -38,15 +38,17 @@
  */
 import { EXIT } from "../util/args.ts";
 import { operatorMetrics } from "./_metrics.ts";
-import { operatorProbes } from "./_probes.ts";
+import { operatorProbes } from "./_run_runnables.ts";
 import { type Command, type CommandContext, connect } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import { awaitApiServer } from "./_startup.ts";
-import { runPlace } from "./_local.ts";
+import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
-import { stopSignals } from "./_signals.ts";
+import { getLogger } from "../util/log.ts";
+
+const log = getLogger(["kubeno", "operator"]);
 
 /** The `run` command. */
 export const runCommand: Command = {
@@ -102,7 +104,7 @@ once the caches have synced (standbys included).`,
     const settings = runSettings(ctx.def, ctx.flags);
     const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
-    // Outside a cluster nothing may depend on the operator's namespace: see _local.ts.
+    // Outside a cluster nothing may depend on the operator's namespace: see _run_settings.ts.
     const place = runPlace(ctx, client, settings);
     using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
     const le = settings.leaderElection;
@@ -160,3 +162,72 @@ once the caches have synced (standbys included).`,
     }
   },
 };
+
+// SIGINT and SIGTERM: the first stops gracefully, a second one exits at once with code 1
+// through the `exit` the program's entry hands down (the only code that ends the process).
+/** How long after a stopping signal another one counts as its echo, not a new request. */
+const ECHO_WINDOW_MS = 1_000;
+
+/** Options of {@linkcode stopSignals}. */
+interface StopSignalsOptions {
+  /** The operator's name, for the line on a second signal. */
+  name: string;
+  /** Where that line goes. */
+  err(line: string): void;
+  /** Ends the process at once; absent, a second signal is ignored. */
+  exit?: (code: number) => void;
+}
+
+/** The stop requested by a signal, until disposed. */
+interface StopSignals extends Disposable {
+  /** Aborts on the first signal. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Listens for SIGINT and SIGTERM (SIGINT only on Windows) until disposed.
+ *
+ * @param options The operator's name, where to write and how to exit.
+ * @returns The stop signal; dispose it to remove the listeners.
+ */
+function stopSignals(options: StopSignalsOptions): StopSignals {
+  const stop = new AbortController();
+  let signals = 0;
+  let firstAt = 0;
+  const onSignal = () => {
+    if (signals > 0 && Date.now() - firstAt < ECHO_WINDOW_MS) return;
+    firstAt ||= Date.now();
+    if (++signals > 1) {
+      options.err(`${options.name}: Second signal received; exiting without waiting`);
+      options.exit?.(EXIT.failure);
+      return;
+    }
+    log.info("Received a termination signal; shutting down");
+    stop.abort();
+  };
+  const sigs: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  for (const s of sigs) Deno.addSignalListener(s, onSignal);
+  return {
+    signal: stop.signal,
+    [Symbol.dispose]() {
+      for (const s of sigs) Deno.removeSignalListener(s, onSignal);
+      // The echo of the Ctrl-C that stopped us (`deno task` forwards its copy) may land after
+      // the listeners are gone, while the caller still cleans up (`deno task dev` stops its
+      // control plane): without a listener it would kill the process with code 130.
+      if (signals > 0) swallowEchoes(sigs, firstAt + ECHO_WINDOW_MS);
+    },
+  };
+}
+
+/**
+ * Ignores `sigs` until `until` (epoch ms), then restores their default action. The timer does
+ * not keep the process alive.
+ */
+function swallowEchoes(sigs: Deno.Signal[], until: number): void {
+  const ignore = () => {};
+  for (const s of sigs) Deno.addSignalListener(s, ignore);
+  const timer = setTimeout(() => {
+    for (const s of sigs) Deno.removeSignalListener(s, ignore);
+  }, Math.max(0, until - Date.now()));
+  Deno.unrefTimer(timer);
+}
