@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { groupOf, parseApiVersion } from "../core/api_version.ts";
 
 /** One field-level cause of a failure (`metav1.StatusCause`). */
 export interface StatusCause {
@@ -134,7 +135,7 @@ export class ApiError extends Error {
     const what = describeTarget(target);
     const tail = init.resourceUnknown
       ? `the server does not know resource "${resourceName(target)}"` +
-        (target.apiVersion.includes("/") && !isBuiltinGroup(target.apiVersion)
+        (groupOf(target.apiVersion) && !isBuiltinGroup(target.apiVersion)
           ? " (is its CustomResourceDefinition installed?)"
           : "")
       : `${init.reason}: ${init.serverMessage}`;
@@ -430,14 +431,12 @@ function describeTarget(t: ApiErrorTarget): string {
 }
 
 function resourceName(t: ApiErrorTarget): string {
-  const slash = t.apiVersion.indexOf("/");
-  return slash < 0
-    ? `${t.plural}/${t.apiVersion}`
-    : `${t.plural}.${t.apiVersion.slice(0, slash)}/${t.apiVersion.slice(slash + 1)}`;
+  const { group, version } = parseApiVersion(t.apiVersion);
+  return group ? `${t.plural}.${group}/${version}` : `${t.plural}/${version}`;
 }
 
 function isBuiltinGroup(apiVersion: string): boolean {
-  const group = apiVersion.split("/")[0];
+  const group = groupOf(apiVersion);
   return !group.includes(".") || group.endsWith(".k8s.io");
 }
 

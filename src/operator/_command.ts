@@ -5,6 +5,7 @@ import { type Client, type ClientOptions, createClient } from "../client/client.
 import type { Flags, FlagSpec } from "../util/args.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
+import { groupOf } from "../core/api_version.ts";
 import type { OperatorShardingOptions, OperatorWebhook } from "./options.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
@@ -147,6 +148,6 @@ export function connect(
  * @returns Its printable name.
  */
 export function objectLabel(obj: KubeObject): string {
-  const group = (obj.apiVersion ?? "").includes("/") ? `.${obj.apiVersion!.split("/")[0]}` : "";
-  return `${(obj.kind ?? "").toLowerCase()}${group}/${obj.metadata.name}`;
+  const group = groupOf(obj.apiVersion ?? "");
+  return `${(obj.kind ?? "").toLowerCase()}${group ? `.${group}` : ""}/${obj.metadata.name}`;
 }

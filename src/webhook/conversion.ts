@@ -21,6 +21,7 @@
 import { getLogger } from "../util/log.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { KubeObject } from "../core/object.ts";
+import { groupOf } from "../core/api_version.ts";
 import { readBody } from "./handler.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
@@ -222,9 +223,7 @@ export function conversionHandler(
     const converted: KubeObject[] = [];
     for (const [i, object] of objects.entries()) {
       const o = object as Partial<KubeObject>;
-      const group = typeof o.apiVersion === "string" && o.apiVersion.includes("/")
-        ? o.apiVersion.split("/")[0]
-        : "";
+      const group = typeof o.apiVersion === "string" ? groupOf(o.apiVersion) : "";
       const res = byKind.get(`${o.kind}.${group}`);
       if (!res) {
         return failure(

@@ -25,6 +25,7 @@
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
+import { kindKey } from "../../core/kind_key.ts";
 import { objectKey } from "../../core/object_key.ts";
 import type { Informer } from "./informer.ts";
 import { compileLabelSelector } from "./_label_selector.ts";
@@ -147,9 +148,6 @@ export interface InformerReaderOptions {
 }
 
 type Sources = Map<string, CachedSource>;
-
-const kindKey = (res: Resource<any>, meta = isMetadataOnly(res)) =>
-  `${res.apiVersion}\u0000${res.kind}\u0000${meta ? "metadata" : "full"}`;
 
 /**
  * A {@linkcode CacheReader} over informers: the kinds it was given, nothing else.
@@ -329,7 +327,7 @@ export class InformerReader implements CacheReader {
    */
   informerOf(res: Resource<any>, namespace: string | undefined): Informer<any> | undefined {
     const src = this.#sources.get(kindKey(res)) ??
-      this.#sources.get(kindKey(res, !isMetadataOnly(res)));
+      this.#sources.get(kindKey(res, { metadataOnly: !isMetadataOnly(res) }));
     if (!src) return undefined;
     if (!src.namespaces || !res.namespaced) return src.informers[0];
     const i = src.namespaces.indexOf(namespace ?? "");
@@ -341,12 +339,12 @@ export class InformerReader implements CacheReader {
     if (src) return src;
     const what =
       `Cannot read ${res.kind} (${res.apiVersion}) from the cache of ${this.#opts.owner}`;
-    if (isMetadataOnly(res) && this.#sources.has(kindKey(res, false))) {
+    if (isMetadataOnly(res) && this.#sources.has(kindKey(res, { metadataOnly: false }))) {
       throw new TypeError(
         `${what} metadata-only: it is cached in full; read ${res.kind} itself, or declare metadataOnly(${res.kind})`,
       );
     }
-    if (!isMetadataOnly(res) && this.#sources.has(kindKey(res, true))) {
+    if (!isMetadataOnly(res) && this.#sources.has(kindKey(res, { metadataOnly: true }))) {
       throw new TypeError(
         `${what}: it is cached metadata-only; read metadataOnly(${res.kind}), or declare ${res.kind} itself`,
       );

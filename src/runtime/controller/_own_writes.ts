@@ -29,7 +29,7 @@ export type OwnWriteOp = "write" | "create" | "delete";
 
 /** One write made through a reconcile context. */
 export interface OwnWrite {
-  /** The object's kind: `apiVersion` and `kind`. */
+  /** The object's kind: its `kindKey` as the full kind (full and metadata-only are one). */
   readonly kind: string;
   /** The object's key, `namespace/name` or `name`. */
   readonly key: string;

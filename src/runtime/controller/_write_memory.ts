@@ -12,6 +12,18 @@
 //   caught up, the cache decides alone (the context's subset check).
 //
 // Memory: one number per owned object and one small entry per primary.
+import { kindKey } from "../../core/kind_key.ts";
+import type { KubeObject } from "../../core/object.ts";
+import { objectKey, type ObjectName } from "../../core/object_key.ts";
+import type { Resource } from "../../core/resource.ts";
+
+/**
+ * An owned object's identity in the write memory: its kind (full or metadata-only) and its
+ * object key.
+ */
+export function appliedKey(res: Resource<any>, obj: KubeObject | ObjectName): string {
+  return `${kindKey(res)}\u0000${objectKey(obj)}`;
+}
 
 /** Remembers a controller's own writes. */
 export class WriteMemory {

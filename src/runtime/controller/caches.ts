@@ -9,6 +9,7 @@
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
+import { kindKey } from "../../core/kind_key.ts";
 import type { IndexFunc } from "../cache/store.ts";
 
 /**
@@ -117,7 +118,7 @@ export function cachedKinds(decl: CacheDeclarations): CachedKind[] {
       fail(`${what} is cluster-scoped; it cannot be cached in namespaces`);
     }
     if (spec.namespaces?.some((ns) => !ns)) fail(`${what} has an empty namespace`);
-    const key = `${res.apiVersion}\u0000${res.kind}\u0000${isMetadataOnly(res)}`;
+    const key = kindKey(res);
     const scope: CacheScope = {
       ...(spec.namespaces?.length
         ? { namespaces: Object.freeze([...new Set(spec.namespaces)]) }

@@ -11,9 +11,15 @@
  * events into keys: primary events that pass the predicates enqueue the object's key; owned
  * objects enqueue the primary their controller ownerReference names (old and new owner on
  * update); watched objects enqueue what their map function returns (it may read the cache).
- * Read kinds get no handler. `ctx.cache` and map functions read those informers. `start()` waits until
- * those caches have synced, then runs `maxConcurrent` workers. `stop()` stops taking new
- * keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
+ * These are the triggers of `_triggers.ts` (kube-rs's `trigger_self` / `trigger_owners` /
+ * `trigger_with`), wired per cached kind; `_own_write_tracker.ts` filters out the echoes of
+ * the controller's own writes. Read kinds get no trigger. `ctx.cache` and map functions read
+ * those informers. `start()` waits until those caches have synced, then runs `maxConcurrent`
+ * workers. A worker reads the key's object from the cache, builds its context
+ * (`_context.ts`), runs reconcile (or finalize), and hands how it ended to one outcome switch
+ * (`_outcome.ts`: forget, requeue after, retry with backoff, or not at all for a
+ * `TerminalError`). `stop()` stops taking new keys, waits for in-flight reconciles up to a
+ * deadline, and removes the handlers.
  *
  * ## Guarantees
  *
@@ -45,91 +51,38 @@
  *
  * @module
  */
-import { getLogger } from "../../util/log.ts";
+import { getLogger, type Logger } from "../../util/log.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
 import { EventRecorder } from "./events.ts";
 import { finalizer } from "./finalizer.ts";
-import { deepFreeze } from "../../util/freeze.ts";
 import type { Informer } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
+import { kindKey } from "../../core/kind_key.ts";
 import type { CachedKind } from "./caches.ts";
 import type { InformerFactory } from "../cache/informer_factory.ts";
 import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
-import { controllerOf } from "../../core/owner.ts";
 import type { ObjectEvent } from "../watch/watch.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
-import { type Controller, type ReconcileResult, TerminalError } from "./reconcile.ts";
+import type { Controller, ReconcileResult, WatchSpec } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
-import { objectKey, parseObjectKey } from "../../core/object_key.ts";
-import { WorkQueue, type WorkQueueMetrics } from "../queue/workqueue.ts";
-import { createContext, type TrackedWrite } from "./_context.ts";
-import { WriteMemory } from "./_write_memory.ts";
-import { type CacheView, isEcho, type OwnWrite, OwnWrites } from "./_own_writes.ts";
-import type { TimerId } from "../../util/clock.ts";
+import { parseObjectKey } from "../../core/object_key.ts";
+import { WorkQueue } from "../queue/workqueue.ts";
+import { type ContextHandle, createContext } from "./_context.ts";
+import { appliedKey, WriteMemory } from "./_write_memory.ts";
+import { isSharded, OwnWriteTracker, trackKey } from "./_own_write_tracker.ts";
+import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
+import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
+import { settle, type Settled } from "./_outcome.ts";
 
-/**
- * How a reconcile ended, as the `result` label of reconcile metrics: `requeue` for
- * `requeue(0)`, `requeue_after` for `requeue(ms)` with `ms > 0` (controller-runtime's labels).
- */
-export type ReconcileOutcome = "success" | "requeue" | "requeue_after" | "error" | "terminal";
-
-/** One finished reconcile (or finalize), for metrics. */
-export interface ReconcileSample {
-  /** Controller name. */
-  controller: string;
-  /** The primary's key. */
-  key: string;
-  /** How it ended. */
-  result: ReconcileOutcome;
-  /** How long it took, in seconds. */
-  seconds: number;
-  /** The error, for `error` and `terminal`. */
-  error?: unknown;
-}
-
-/**
- * Why a key was put in the work queue: an event of the primary, an owned or a watched
- * object; a `requeue(ms)`; a failed reconcile's backoff; or the end of a wait for the cache
- * to show the controller's own writes (`cache` when it did, `cache-timeout` when the bound
- * passed first).
- */
-export type QueueCause =
-  | "primary"
-  | "owns"
-  | "watches"
-  | "requeue"
-  | "error"
-  | "cache"
-  | "cache-timeout";
-
-/**
- * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
- * synchronously; they must be cheap and must not throw.
- */
-export interface ControllerMetricsHooks {
-  /** A key was put in the queue, and why: `kubeno_controller_queue_adds_total{cause}`. */
-  queued?(controller: string, cause: QueueCause): void;
-  /**
-   * A watch event was the echo of the controller's own write and queued nothing:
-   * `kubeno_controller_own_write_echoes_total`.
-   */
-  echo?(controller: string): void;
-  /**
-   * A reconcile waited for the cache to show the controller's own writes (`deferred`), or
-   * gave up on one that it did not show in time (`expired`):
-   * `kubeno_controller_cache_lag_total{outcome}`.
-   */
-  cacheLag?(controller: string, outcome: "deferred" | "expired"): void;
-  /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
-  reconcile?(sample: ReconcileSample): void;
-  /** Workers busy now: `controller_runtime_active_workers`. */
-  activeWorkers?(controller: string, active: number): void;
-  /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
-  workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
-}
+export type {
+  ControllerMetricsHooks,
+  QueueCause,
+  ReconcileOutcome,
+  ReconcileSample,
+} from "./metrics_hooks.ts";
 
 /** Options of {@linkcode ControllerRuntime}. */
 export interface ControllerRuntimeOptions {
@@ -174,15 +127,8 @@ export interface ControllerRuntimeOptions {
   cacheLagTimeoutMs?: number;
 }
 
-type Handlers = () => void;
-const SEP = "\u0001";
-
-/** Writes of one kind a primary's reconcile is sending, and the events that came meanwhile. */
-interface Sending {
-  count: number;
-  events: { ev: ObjectEvent<KubeObject>; cause: QueueCause }[];
-  answers: { key: string; op: OwnWrite["op"]; rv: string | undefined; base: string | undefined }[];
-}
+/** Removes what it was returned for: an event handler, the wiring of a kind. */
+type Unsubscribe = () => void;
 const RESYNC_RETRY_MS = 1_000;
 
 /**
@@ -223,7 +169,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #primaryNamespaces: readonly string[] | undefined;
   readonly #reader: InformerReader;
   readonly #all: Informer<any>[] = [];
-  readonly #removers: Handlers[] = [];
+  // The wiring of each cached kind, by kind key.
+  readonly #wired = new Map<string, Unsubscribe>();
   readonly #abort = new AbortController();
   readonly #stopStart = new AbortController();
   readonly #log;
@@ -235,15 +182,9 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #inFlight = new Map<string, KubeObject>();
   readonly #idleWaiters = new Set<{ busy: () => boolean; resolve: () => void }>();
   readonly #owned: Set<string>;
-  // Read-your-own-writes: writes the cache has not shown, keys waiting for them.
-  readonly #writes = new OwnWrites();
-  readonly #deferred = new Map<string, TimerId>();
-  readonly #lagTimeoutMs: number;
-  readonly #tracked = new Map<string, CachedKind>();
-  readonly #view: CacheView;
-  // Writes being sent, by primary and kind: their events wait for the answers, to tell an
-  // echo (which may arrive before the answer) from news.
-  readonly #sending = new Map<string, Sending>();
+  readonly #sources = new Map<string, CachedSource>();
+  // Read-your-own-writes and echo filtering.
+  readonly #writes: OwnWriteTracker;
   #active = 0;
   #started = false;
   #stopping = false;
@@ -265,97 +206,39 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#log = getLogger(["kubeno", "controller", controller.name]);
     this.#clock = options.clock ?? realClock;
     this.#shard = options.shard;
-    this.#lagTimeoutMs = options.cacheLagTimeoutMs ?? 5_000;
     this.queue = new WorkQueue<string>({
       name: controller.name,
       clock: this.#clock,
       rateLimiter: options.rateLimiter,
       metrics: options.metrics?.workqueue?.(controller.name),
     });
-    const { informers } = options;
-    const sources = new Map<string, CachedSource>();
     for (const kind of controller.caches) {
-      sources.set(kindKey(kind.resource), this.#scoped(informers, kind));
+      this.#sources.set(kindKey(kind.resource), this.#scoped(options.informers, kind));
     }
-    const cached = (res: Resource<any>) => sources.get(kindKey(res))!;
-    for (const kind of controller.caches) this.#tracked.set(trackKind(kind.resource), kind);
-    this.#view = {
-      lookup: (kind, key) => {
-        const res = this.#tracked.get(kind)?.resource;
-        const inf = res && this.#reader.informerOf(res, parseObjectKey(key).namespace);
-        return inf && { object: inf.store.get(key), watermark: inf.store.resourceVersion };
-      },
-    };
-    this.#reader = new InformerReader([...sources.values()], {
+    this.#reader = new InformerReader([...this.#sources.values()], {
       owner: `controller "${controller.name}"`,
       hint: (res) => {
         const k = isMetadataOnly(res) ? `metadataOnly(${res.kind})` : res.kind;
         return `add it to reads: [${k}] (or to owns or watches), or read it uncached through ctx.client`;
       },
     });
-    const primarySource = cached(controller.resource);
+    const primarySource = this.#sources.get(kindKey(controller.resource))!;
     this.#primary = primarySource.informers as Informer<T>[];
     this.#primaryNamespaces = primarySource.namespaces;
-    const primaryKind = trackKind(controller.resource);
-    for (const inf of this.#primary) {
-      this.#watch(inf, (ev) => {
-        const key = objectKey(ev.object);
-        const echoes = this.#observe(primaryKind, ev);
-        if (ev.type === "deleted") {
-          this.#memory.forgetStatus(key);
-          this.#writes.forget(key);
-          this.#undefer(key);
-        }
-        if (echoes.has(key) || controller.predicates.every((p) => p(ev))) {
-          this.#queue(key, echoes, "primary", primaryKind, ev);
-        }
-      });
-    }
-    const primary = controller.resource;
-    this.#owned = new Set(controller.owns.map(kindKey));
-    for (const owned of controller.owns) {
-      const kind = trackKind(owned);
-      for (const inf of cached(owned).informers) {
-        this.#watch(inf, (ev) => {
-          const echoes = this.#observe(kind, ev);
-          if (ev.type === "deleted") this.#memory.forgetApplied(ownedKey(owned, ev.object));
-          const keys = new Set<string>();
-          for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
-            const ref = controllerOf(obj);
-            if (!ref || ref.kind !== primary.kind || groupOf(ref.apiVersion) !== primary.group) {
-              continue;
-            }
-            const namespace = primary.namespaced ? obj.metadata.namespace : undefined;
-            keys.add(objectKey({ namespace, name: ref.name }));
-          }
-          this.#enqueue(keys, echoes, "owns", kind, ev);
-        });
-      }
-    }
-    // Read kinds queue nothing, but their events confirm the writes this controller made.
-    for (const kind of controller.caches) {
-      if (kind.roles.some((r) => r !== "reads")) continue;
-      const tk = trackKind(kind.resource);
-      for (const inf of cached(kind.resource).informers) {
-        this.#watch(inf, (ev) => void this.#observe(tk, ev));
-      }
-    }
-    for (const w of controller.watches) {
-      const kind = trackKind(w.resource);
-      for (const inf of cached(w.resource).informers) {
-        this.#watch(inf, (ev) => {
-          const echoes = this.#observe(kind, ev);
-          if (!(w.predicates ?? []).every((p) => p(ev))) return;
-          const keys = new Set<string>();
-          for (const obj of ev.type === "modified" && ev.old ? [ev.old, ev.object] : [ev.object]) {
-            for (const k of w.map(obj, this.#reader)) {
-              keys.add(typeof k === "string" ? k : objectKey(k));
-            }
-          }
-          this.#enqueue(keys, echoes, "watches", kind, ev);
-        });
-      }
-    }
+    this.#writes = new OwnWriteTracker({
+      controller: controller.name,
+      primary: controller.resource,
+      kinds: controller.caches,
+      reader: this.#reader,
+      clock: this.#clock,
+      lagTimeoutMs: options.cacheLagTimeoutMs ?? 5_000,
+      metrics: this.#metrics,
+      shard: this.#shard,
+      log: this.#log,
+      add: (key, cause) => this.#add(key, cause),
+    });
+    this.#owned = new Set(controller.owns.map((res) => kindKey(res)));
+    for (const kind of controller.caches) this.#wired.set(kindKey(kind.resource), this.#wire(kind));
   }
 
   /**
@@ -444,8 +327,9 @@ export class ControllerRuntime<T extends KubeObject> {
   async stop(timeoutMs = 30_000): Promise<boolean> {
     this.#stopping = true;
     this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
-    for (const remove of this.#removers.splice(0)) remove();
-    for (const key of [...this.#deferred.keys()]) this.#undefer(key);
+    for (const unsubscribe of this.#wired.values()) unsubscribe();
+    this.#wired.clear();
+    this.#writes.stop();
     const timeout = new AbortController();
     const timedOut = this.#clock.sleep(timeoutMs, timeout.signal).then(() => false, () => false);
     const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
@@ -482,9 +366,7 @@ export class ControllerRuntime<T extends KubeObject> {
     const namespaces = res.namespaced ? kind.namespaces ?? this.#namespaces : undefined;
     const prefix = `${this.controller.name}/`;
     const shard = this.#shard;
-    const sharded = shard &&
-      (kind.roles.includes("primary") ||
-        (shard.owned && res.namespaced && kind.roles.includes("owns")));
+    const sharded = shard && isSharded(kind, shard);
     const query = {
       ...(sharded ? { shard: shard.filter } : {}),
       labelSelector: kind.labelSelector,
@@ -507,156 +389,64 @@ export class ControllerRuntime<T extends KubeObject> {
     };
   }
 
-  // One add per key and event: the old and new state of an object usually map to the same
-  // primaries, and a key handed to a waiting worker by the first add would be queued again
-  // by the second. A primary whose own write this event is the echo of is not queued.
-  // An event for a primary that is sending a write of this kind waits for the answer.
-  #enqueue(
-    keys: Set<string>,
-    echoes: ReadonlySet<string>,
-    cause: QueueCause,
-    kind: string,
-    ev: ObjectEvent<KubeObject>,
-  ): void {
-    for (const k of keys) this.#queue(k, echoes, cause, kind, ev);
-  }
-
-  #queue(
-    key: string,
-    echoes: ReadonlySet<string>,
-    cause: QueueCause,
-    kind: string,
-    ev: ObjectEvent<KubeObject>,
-  ): void {
-    if (echoes.has(key)) return this.#metrics?.echo?.(this.controller.name);
-    const sending = this.#sending.get(key + SEP + kind);
-    if (sending) sending.events.push({ ev, cause });
-    else this.#add(key, cause);
-  }
-
-  /** A write of `res` made while reconciling `primary` is about to be sent. */
-  #begin(primary: string, res: Resource<any>): (w: TrackedWrite | undefined) => void {
-    const id = primary + SEP + trackKind(res);
-    let sending = this.#sending.get(id);
-    if (!sending) this.#sending.set(id, sending = { count: 0, events: [], answers: [] });
-    const s = sending;
-    s.count++;
-    let settled = false;
-    return (w) => {
-      if (settled) return;
-      settled = true;
-      if (w) {
-        this.#record(primary, res, w);
-        s.answers.push({
-          key: objectKey({ name: w.name, namespace: w.namespace }),
-          op: w.op,
-          rv: w.answer?.metadata.resourceVersion,
-          base: w.base,
-        });
-      }
-      if (--s.count > 0) return;
-      this.#sending.delete(id);
-      // Events that came while the writes were on their way: echoes of them, or news.
-      let news: QueueCause | undefined;
-      for (const { ev, cause } of s.events) {
-        const key = objectKey(ev.object);
-        const old = ev.type === "modified" ? ev.old?.metadata.resourceVersion : undefined;
-        const echo = s.answers.some((a) =>
-          a.key === key && isEcho(a, ev.type, ev.object.metadata.resourceVersion, old)
-        );
-        if (echo) this.#metrics?.echo?.(this.controller.name);
-        else news ??= cause;
-      }
-      if (news) this.#add(primary, news);
+  /**
+   * Turns the events of one cached kind into keys: on each of its informers, a handler per
+   * role it has here (primary, each `owns` and `watches` entry of it; a kind only read gets
+   * one that just confirms the controller's writes). Returns what removes them all.
+   */
+  #wire(kind: CachedKind): Unsubscribe {
+    const c = this.controller;
+    const key = kindKey(kind.resource);
+    const track = trackKey(kind.resource);
+    const handlers: ((ev: ObjectEvent<KubeObject>) => void)[] = [];
+    if (kind.roles.includes("primary")) {
+      handlers.push((ev) => this.#onPrimary(track, ev as ObjectEvent<T>));
+    }
+    for (const owned of c.owns) {
+      if (kindKey(owned) === key) handlers.push((ev) => this.#onOwned(owned, track, ev));
+    }
+    // Read kinds queue nothing, but their events confirm the writes this controller made.
+    if (kind.roles.every((r) => r === "reads")) {
+      handlers.push((ev) => void this.#writes.observe(track, ev));
+    }
+    for (const w of c.watches) {
+      if (kindKey(w.resource) === key) handlers.push((ev) => this.#onWatched(w, track, ev));
+    }
+    const removers = this.#sources.get(key)!.informers.flatMap((inf: Informer<KubeObject>) =>
+      handlers.map((h) => inf.onEvent(h))
+    );
+    return () => {
+      for (const remove of removers) remove();
     };
+  }
+
+  #onPrimary(kind: string, ev: ObjectEvent<T>): void {
+    const key = enqueueSelf(ev);
+    const echoes = this.#writes.observe(kind, ev);
+    if (ev.type === "deleted") {
+      this.#memory.forgetStatus(key);
+      this.#writes.forget(key);
+      this.#writes.undefer(key);
+    }
+    if (echoes.has(key) || passes(this.controller.predicates, ev)) {
+      this.#writes.queue(key, echoes, "primary", kind, ev);
+    }
+  }
+
+  #onOwned(owned: Resource<any>, kind: string, ev: ObjectEvent<KubeObject>): void {
+    const echoes = this.#writes.observe(kind, ev);
+    if (ev.type === "deleted") this.#memory.forgetApplied(appliedKey(owned, ev.object));
+    this.#writes.enqueue(enqueueOwners(this.controller.resource, ev), echoes, "owns", kind, ev);
+  }
+
+  #onWatched(w: WatchSpec, kind: string, ev: ObjectEvent<KubeObject>): void {
+    const echoes = this.#writes.observe(kind, ev);
+    this.#writes.enqueue(enqueueMapped(w, this.#reader, ev), echoes, "watches", kind, ev);
   }
 
   #add(key: string, cause: QueueCause): void {
     this.#metrics?.queued?.(this.controller.name, cause);
     this.queue.add(key);
-  }
-
-  /**
-   * Takes in one event of a cached kind: confirms the controller's writes it shows, wakes
-   * the keys that waited for them, and returns the primaries it is the echo of.
-   */
-  #observe<U extends KubeObject>(kind: string, ev: ObjectEvent<U>): ReadonlySet<string> {
-    const { echoes, touched } = this.#writes.observe(
-      kind,
-      ev.type,
-      ev.object,
-      ev.type === "modified" ? ev.old : undefined,
-    );
-    for (const key of touched) if (this.#deferred.has(key)) this.#wake(key);
-    return echoes;
-  }
-
-  /** Records a write made while reconciling `primary`, when the cache will show it. */
-  #record(primary: string, res: Resource<any>, w: TrackedWrite): void {
-    const kind = trackKind(res);
-    const cachedKind = this.#tracked.get(kind);
-    if (!cachedKind || !this.#reader.informerOf(cachedKind.resource, w.namespace)) return;
-    const answer = w.answer;
-    // Only writes the cache will show: not one outside its label selector or shard (a field
-    // selector cannot be judged here, so such a kind is not waited for).
-    if (cachedKind.fieldSelector) return;
-    if (answer && cachedKind.labelSelector) {
-      const selector = { labelSelector: cachedKind.labelSelector };
-      if (!this.#reader.matches(cachedKind.resource, answer, selector)) return;
-    }
-    const shard = this.#shard;
-    if (answer && shard && this.#sharded(cachedKind) && !shard.filter.matches(answer)) return;
-    const isPrimary = kind === trackKind(this.controller.resource);
-    this.#writes.record(primary, {
-      kind,
-      key: objectKey({ name: w.name, namespace: w.namespace }),
-      op: w.op,
-      rv: answer?.metadata.resourceVersion,
-      base: w.base,
-      uid: w.uid,
-      // What ctx.cache shows until the cache has it; the primary is the context's own.
-      object: answer && !isPrimary ? deepFreeze(structuredClone(answer)) : undefined,
-      at: this.#clock.now(),
-    });
-  }
-
-  #sharded(kind: CachedKind): boolean {
-    return kind.roles.includes("primary") ||
-      (!!this.#shard?.owned && kind.resource.namespaced && kind.roles.includes("owns"));
-  }
-
-  /** Puts `key` aside until the cache shows `waiting` (or the bound passes). */
-  #defer(key: string, waiting: readonly OwnWrite[]): void {
-    if (this.#deferred.has(key)) return;
-    this.#metrics?.cacheLag?.(this.controller.name, "deferred");
-    const oldest = Math.min(...waiting.map((w) => w.at));
-    const due = Math.max(0, oldest + this.#lagTimeoutMs - this.#clock.now());
-    this.#deferred.set(
-      key,
-      this.#clock.setTimeout(() => {
-        if (!this.#deferred.delete(key)) return;
-        this.#add(key, "cache-timeout");
-      }, due),
-    );
-  }
-
-  #undefer(key: string): void {
-    const id = this.#deferred.get(key);
-    if (id === undefined) return;
-    this.#clock.clearTimeout(id);
-    this.#deferred.delete(key);
-  }
-
-  /** Queues a deferred key once the cache shows every write it waited for. */
-  #wake(key: string): void {
-    const lag = this.#writes.lagging(key, this.#view, this.#clock.now(), this.#lagTimeoutMs);
-    if (lag.waiting.length) return;
-    this.#undefer(key);
-    this.#add(key, "cache");
-  }
-
-  #watch<U extends KubeObject>(inf: Informer<U>, fn: (ev: ObjectEvent<U>) => void): void {
-    this.#removers.push(inf.onEvent(fn));
   }
 
   #get(key: string): T | undefined {
@@ -695,6 +485,7 @@ export class ControllerRuntime<T extends KubeObject> {
     }
   }
 
+  /** Reconciles `key`: reads it from the cache, builds its context, runs it, acts on the end. */
   async #process(key: string): Promise<void> {
     const cached = this.#get(key);
     if (!cached) {
@@ -702,34 +493,32 @@ export class ControllerRuntime<T extends KubeObject> {
       this.#writes.forget(key);
       return;
     }
-    // Read-your-own-writes: not before the cache shows what the last reconciles wrote.
-    const lag = this.#writes.lagging(key, this.#view, this.#clock.now(), this.#lagTimeoutMs);
-    for (const w of lag.expired) {
-      this.#metrics?.cacheLag?.(this.controller.name, "expired");
-      this.#log.warn(
-        "Cache of {kind} {object} did not show the {op} of resourceVersion {rv} by controller {controller} within {ms} ms; reconciling {key} without waiting for it",
-        {
-          kind: w.kind.split("\u0000")[1],
-          object: w.key,
-          op: w.op,
-          rv: w.rv ?? "",
-          controller: this.controller.name,
-          ms: this.#lagTimeoutMs,
-          key,
-        },
-      );
-    }
-    if (lag.waiting.length) {
-      this.#defer(key, lag.waiting);
-      return;
-    }
-    this.#undefer(key);
+    if (!this.#writes.caughtUp(key)) return;
     // In flight from the moment it was read from the cache, with no await in between: a
     // share leaving the cache either takes this object out first or waits for it.
     this.#inFlight.set(key, cached);
     // The reconcile's own copy: it may change it; the frozen cached object stays as the
     // server's state that "nothing changed" is judged against.
     const obj = structuredClone(cached);
+    const { handle, log } = this.#context(key, obj, cached);
+    const started = performance.now();
+    let settled: Settled;
+    try {
+      settled = { ok: true, result: await this.#run(obj, handle) };
+    } catch (error) {
+      settled = { ok: false, error };
+    }
+    settle(key, settled, started, {
+      controller: this.controller.name,
+      queue: this.queue,
+      metrics: this.#metrics,
+      log,
+      warn: (reason, message) => this.#events.warning(obj, reason, message),
+    });
+  }
+
+  /** The context of one reconcile of `key`, and its logger. */
+  #context(key: string, obj: T, cached: T): { handle: ContextHandle<T>; log: Logger } {
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
     const log = this.#log.with({
@@ -750,11 +539,7 @@ export class ControllerRuntime<T extends KubeObject> {
       cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
       signal: this.#abort.signal,
       memory: this.#memory,
-      tracking: {
-        begin: (res) => this.#begin(key, res),
-        pending: (res) => this.#writes.of(key, trackKind(res)),
-        matches: (res, o, opts) => this.#reader.matches(res, o, opts),
-      },
+      tracking: this.#writes.tracking(key),
       owned: (kind, name, namespace) => {
         if (!this.#owned.has(kindKey(kind))) return undefined;
         const ns = kind.namespaced ? namespace : undefined;
@@ -764,88 +549,30 @@ export class ControllerRuntime<T extends KubeObject> {
         } catch {
           // Not in a namespace this controller caches: nothing to compare with.
         }
-        return { key: ownedKey(kind, { metadata: { name, namespace: ns } }), cached };
+        return { key: appliedKey(kind, { metadata: { name, namespace: ns } }), cached };
       },
     });
-    const ctx = handle.ctx;
-    const started = performance.now();
-    let result: ReconcileOutcome;
-    let error: unknown;
-    try {
-      let r: ReconcileResult;
-      if (c.finalizer) {
-        // The finalizer writes go through the context: computed from and guarded by the
-        // newest state it knows (the reconcile's own status writes included).
-        r = await finalizer(
-          this.#client,
-          c.resource,
-          c.finalizer,
-          obj,
-          (ev) =>
-            ev.type === "cleanup"
-              ? c.finalize!(ev.object, ctx)
-              // After the add: the server's answer, which is also the context's own state.
-              : c.reconcile(ev.object === obj ? obj : structuredClone(ev.object), ctx),
-          { write: (patch) => handle.patchPrimary(patch) },
-        );
-      } else {
-        r = await c.reconcile(obj, ctx);
-      }
-      this.queue.forget(key);
-      if (r && typeof r.requeueAfterMs === "number") {
-        this.#metrics?.queued?.(c.name, "requeue");
-        this.queue.addAfter(key, r.requeueAfterMs);
-        result = r.requeueAfterMs > 0 ? "requeue_after" : "requeue";
-      } else {
-        result = "success";
-      }
-    } catch (err) {
-      error = err;
-      const message = err instanceof Error ? err.message : String(err);
-      if (err instanceof TerminalError) {
-        result = "terminal";
-        this.queue.forget(key);
-        log.error("Reconcile of {key} failed and will not be retried: {error}", {
-          key,
-          error: message,
-        });
-        this.#events.warning(obj, "ReconcileFailed", message);
-      } else {
-        result = "error";
-        this.#metrics?.queued?.(c.name, "error");
-        this.queue.addRateLimited(key);
-        log.warn("Reconcile of {key} failed, retry {retry}: {error}", {
-          key,
-          retry: this.queue.numRequeues(key),
-          error: message,
-        });
-      }
-    }
-    this.#metrics?.reconcile?.({
-      controller: c.name,
-      key,
-      result,
-      seconds: (performance.now() - started) / 1000,
-      ...(error !== undefined ? { error } : {}),
-    });
+    return { handle, log };
   }
-}
 
-/** An owned object's identity in the write memory: its kind and object key. */
-function ownedKey(res: Resource<any>, obj: KubeObject): string {
-  return `${kindKey(res)}\u0000${objectKey(obj)}`;
-}
-
-/** A kind as the write tracker names it: full and metadata-only caches count as one. */
-function trackKind(res: Resource<any>): string {
-  return `${res.apiVersion}\u0000${res.kind}`;
-}
-
-function kindKey(res: Resource<any>): string {
-  return `${res.apiVersion}\u0000${res.kind}\u0000${isMetadataOnly(res)}`;
-}
-
-function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf("/");
-  return i < 0 ? "" : apiVersion.slice(0, i);
+  /** Calls the user's reconcile, through the finalizer when the controller has one. */
+  async #run(obj: T, handle: ContextHandle<T>): Promise<ReconcileResult> {
+    const c = this.controller;
+    const ctx = handle.ctx;
+    if (!c.finalizer) return await c.reconcile(obj, ctx);
+    // The finalizer writes go through the context: computed from and guarded by the
+    // newest state it knows (the reconcile's own status writes included).
+    return await finalizer(
+      this.#client,
+      c.resource,
+      c.finalizer,
+      obj,
+      (ev) =>
+        ev.type === "cleanup"
+          ? c.finalize!(ev.object, ctx)
+          // After the add: the server's answer, which is also the context's own state.
+          : c.reconcile(ev.object === obj ? obj : structuredClone(ev.object), ctx),
+      { write: (patch) => handle.patchPrimary(patch) },
+    );
+  }
 }

@@ -1,0 +1,107 @@
+// What the end of one reconcile (or finalize) does to its key, as controller-runtime's
+// `reconcileHandler` (pkg/internal/controller/controller.go): one switch over how it ended.
+//
+// | ended with          | result          | the key                                 |
+// | ------------------- | --------------- | --------------------------------------- |
+// | nothing             | `success`       | backoff forgotten                       |
+// | `requeue(0)`        | `requeue`       | backoff forgotten, queued again at once |
+// | `requeue(ms > 0)`   | `requeue_after` | backoff forgotten, queued after `ms`    |
+// | a `TerminalError`   | `terminal`      | backoff forgotten, not retried          |
+// | any other throw     | `error`         | queued after its backoff                |
+//
+// A change to the object still queues it at once in every case (its event, not this).
+import type { Logger } from "../../util/log.ts";
+import type { WorkQueue } from "../queue/workqueue.ts";
+import type { ControllerMetricsHooks, ReconcileOutcome } from "./metrics_hooks.ts";
+import { type ReconcileResult, TerminalError } from "./reconcile.ts";
+
+/** How a reconcile settled: what it returned, or what it threw. */
+export type Settled =
+  | { readonly ok: true; readonly result: ReconcileResult }
+  | { readonly ok: false; readonly error: unknown };
+
+/** What an outcome acts on: the controller's queue, its metrics, its log and Events. */
+export interface OutcomeTarget {
+  /** Controller name, for metrics. */
+  readonly controller: string;
+  /** The controller's work queue. */
+  readonly queue: Pick<WorkQueue<string>, "forget" | "addAfter" | "addRateLimited" | "numRequeues">;
+  /** Metrics hooks. */
+  readonly metrics?: ControllerMetricsHooks;
+  /** The reconcile's logger. */
+  readonly log: Pick<Logger, "warn" | "error">;
+  /** Records the Warning Event of a terminal error on the primary. */
+  warn(reason: "ReconcileFailed", message: string): void;
+}
+
+/**
+ * The metrics label of how a reconcile settled.
+ *
+ * @param settled What it returned or threw.
+ * @returns `success`, `requeue`, `requeue_after`, `terminal` or `error`.
+ */
+export function outcomeOf(settled: Settled): ReconcileOutcome {
+  if (!settled.ok) return settled.error instanceof TerminalError ? "terminal" : "error";
+  const ms = settled.result?.requeueAfterMs;
+  if (typeof ms !== "number") return "success";
+  return ms > 0 ? "requeue_after" : "requeue";
+}
+
+/**
+ * Acts on how a reconcile of `key` settled: forgets its backoff, queues it again after a
+ * `requeue(ms)` or its backoff, logs a failure (and records a terminal one as an Event), and
+ * reports the reconcile metrics sample.
+ *
+ * @param key The primary's key.
+ * @param settled What the reconcile returned or threw.
+ * @param startedAt `performance.now()` when the reconcile started.
+ * @param target The queue, metrics, log and Events to act on.
+ * @returns The outcome, as the metrics sample labels it.
+ */
+export function settle(
+  key: string,
+  settled: Settled,
+  startedAt: number,
+  target: OutcomeTarget,
+): ReconcileOutcome {
+  const { controller, queue, metrics, log } = target;
+  const result = outcomeOf(settled);
+  const error = settled.ok ? undefined : settled.error;
+  const message = () => error instanceof Error ? error.message : String(error);
+  switch (result) {
+    case "success":
+      queue.forget(key);
+      break;
+    case "requeue":
+    case "requeue_after":
+      queue.forget(key);
+      metrics?.queued?.(controller, "requeue");
+      queue.addAfter(key, (settled.ok && settled.result?.requeueAfterMs) || 0);
+      break;
+    case "terminal":
+      queue.forget(key);
+      log.error("Reconcile of {key} failed and will not be retried: {error}", {
+        key,
+        error: message(),
+      });
+      target.warn("ReconcileFailed", message());
+      break;
+    case "error":
+      metrics?.queued?.(controller, "error");
+      queue.addRateLimited(key);
+      log.warn("Reconcile of {key} failed, retry {retry}: {error}", {
+        key,
+        retry: queue.numRequeues(key),
+        error: message(),
+      });
+      break;
+  }
+  metrics?.reconcile?.({
+    controller,
+    key,
+    result,
+    seconds: (performance.now() - startedAt) / 1000,
+    ...(error !== undefined ? { error } : {}),
+  });
+  return result;
+}
