@@ -614,6 +614,39 @@ Deno.test("leader election, probes, metrics and logs of real operator processes"
       d.kill("SIGTERM");
       assert.equal((await d.status).code, 0, d.tail());
     });
+
+    await t.step("a second signal while draining exits 1 without waiting", async () => {
+      const e = start("e", []);
+      await until(
+        async () => (await e.probe("readyz").catch(() => ({ status: 0 }))).status === 200,
+        `e to be ready`,
+        () => e.tail(),
+      );
+      const { ns } = await widgets("second", 1, { [DELAY]: "600000" });
+      await until(
+        () => e.lines.some((l) => l.json?.msg?.startsWith("Waiting ") && l.json.namespace === ns),
+        `e to start the slow reconcile`,
+        () => e.tail(),
+      );
+      e.kill("SIGTERM");
+      await e.waitLogged("Received a termination signal", 10_000);
+      // One within a second of the first is its echo (`deno task` forwards Ctrl-C): wait it out.
+      await new Promise((r) => setTimeout(r, 1_200));
+      e.kill("SIGTERM");
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const status = await Promise.race([
+        e.status,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`e still runs\n${e.tail()}`)), 30_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      assert.equal(status.code, 1, e.tail());
+      assert.ok(
+        e.lines.some((l) => /Second signal received; exiting without waiting/.test(l.raw)),
+        e.tail(),
+      );
+      assert.ok(!e.reconciled.some((l) => l.json?.namespace === ns), "it waited for the reconcile");
+    });
   } finally {
     for (const p of procs) await p[Symbol.asyncDispose]();
     if (report.length) console.log(`\nMeasured:\n  ${report.join("\n  ")}`);
