@@ -14,7 +14,9 @@
  * | `@kubeno/kubeno/core` | object types, every built-in kind, conditions, owner references, object keys |
  * | `@kubeno/kubeno/schema` | zod → structural OpenAPI, CRD types, schema markers |
  * | `@kubeno/kubeno/client` | the API client, its errors, kubeconfig loading, YAML |
- * | `@kubeno/kubeno/runtime` | watch, store, informer, work queue, controller runner, manager, leader election, health, logging |
+ * | `@kubeno/kubeno/runtime` | the map of the runtime's entries below; the clock and logging |
+ * | `@kubeno/kubeno/runtime/watch`, `/cache`, `/queue`, `/controller`, `/manager` | one entry per runtime concept: watch, store and informers, work queue, controller runner, manager with leader election and health |
+ * | `@kubeno/kubeno/runtime/unstable-sharding` | sharding among replicas (rests on the alpha KEP-5866 sharded list and watch) |
  * | `@kubeno/kubeno/webhook` | admission webhooks: server, certificates, registration, manifests |
  * | `@kubeno/kubeno/metrics` | the Prometheus registry and the controller-runtime metric families |
  * | `@kubeno/kubeno/operator` | the operator program's manifests, RBAC and option types |

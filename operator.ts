@@ -22,16 +22,19 @@
 export { type Operator, operator } from "./src/operator/operator.ts";
 export type {
   LeaderElectionOptions,
-  OperatorController,
   OperatorOptions,
   OperatorShardingOptions,
-  OperatorWebhook,
-  WebhookManifestContext,
 } from "./src/operator/options.ts";
+export type { OperatorWebhook, WebhookManifestContext } from "./src/webhook/manifests.ts";
 export {
   type OperatorManifests,
   operatorManifests,
   type OperatorManifestsInit,
 } from "./src/deploy/manifests.ts";
-export { deriveRbac, type DeriveRbacOptions, type OperatorRbac } from "./src/deploy/rbac.ts";
+export {
+  deriveRbac,
+  type DeriveRbacOptions,
+  type OperatorController,
+  type OperatorRbac,
+} from "./src/deploy/rbac.ts";
 export { type HelmChart, helmChart, type HelmChartInit } from "./src/deploy/helm_chart.ts";

@@ -7,36 +7,52 @@ import { fileURLToPath } from "node:url";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = join(ROOT, "src");
 
-/** Folders (relative to src/) in layer order; a layer may import only layers listed before it. */
-const LOWER = [
-  "util",
-  "core",
-  "client",
-  "runtime/watch",
-  "runtime/cache",
-  "runtime/queue",
-  "runtime/sharding",
+/**
+ * Every folder of src/ (relative to it), ranked bottom to top as ARCHITECTURE.md's layers are.
+ * A module imports only its own folder and folders of a lower rank; folders that share a rank
+ * are peers and import neither each other nor anything above them. The test support
+ * (`testing`) ranks at the top so that no shipped module can import it; a test module
+ * (`*_test.ts`) is held to its folder's rank but may import `testing` too. A folder missing
+ * here fails the test: a new folder must be given its rank.
+ */
+const RANKS: readonly (readonly string[])[] = [
+  ["util"],
+  ["core"], // with core/api/<group>, the generated kinds
+  ["client", "schema"],
+  ["runtime/watch", "runtime/queue"],
+  ["runtime/cache"],
+  ["runtime/controller", "runtime/sharding"],
+  ["runtime/manager"],
+  ["metrics", "webhook"],
+  ["deploy"],
+  ["operator"],
+  ["testing", "tool"],
 ];
-const UPPER = [
-  "runtime/controller",
-  "runtime/manager",
-  "metrics",
-  "webhook",
-  "deploy",
-  "operator",
-  "tool",
-];
+const TEST_SUPPORT = "testing";
+/** The ranking as one line, lowest first: `<` between ranks, `=` between peers. */
+const RANKING = RANKS.map((peers) => peers.join(" = ")).join(" < ");
+
+/** Every entry point (deno.json `exports`): a module doc, a runnable example, re-exports. */
 const ENTRY_POINTS = [
   "mod.ts",
   "core.ts",
   "schema.ts",
   "client.ts",
   "runtime.ts",
+  "runtime/watch.ts",
+  "runtime/cache.ts",
+  "runtime/queue.ts",
+  "runtime/controller.ts",
+  "runtime/manager.ts",
+  "runtime/unstable_sharding.ts",
   "webhook.ts",
   "metrics.ts",
   "operator.ts",
   "testing.ts",
+  "cli.ts",
 ];
+/** Entry points that are also programs: `if (import.meta.main)` runs what they re-export. */
+const PROGRAMS = ["cli.ts"];
 
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const e of Deno.readDir(dir)) {
@@ -86,16 +102,24 @@ const GENERATED = /^core\/api\/[a-z0-9]+$/;
 /** The layer of a src/ folder: the generated API folders are part of core. */
 const layerOf = (folder: string) => GENERATED.test(folder) ? "core" : folder;
 
-Deno.test("src/ has a folder per concept and no folder holds more than 15 source files", () => {
+Deno.test("src/ has a folder per concept, each ranked, and none holds more than 15 source files", () => {
   const counts = new Map<string, number>();
   for (const m of sources) counts.set(folderOf(m.path), (counts.get(folderOf(m.path)) ?? 0) + 1);
   assert.ok(!counts.has("."), "no module sits directly in src/");
   for (const [folder, n] of counts) assert.ok(n <= 15, `src/${folder} holds ${n} source files`);
   assert.ok(counts.has("core/api/core") && counts.has("core/api/apps"), "generated kinds exist");
-  assert.deepEqual(
-    [...new Set([...counts.keys()].map(layerOf))].sort(),
-    [...LOWER, ...UPPER, "schema", "testing"].sort(),
-  );
+  const ranked = RANKS.flat();
+  for (const folder of counts.keys()) {
+    assert.ok(
+      ranked.includes(layerOf(folder)),
+      `src/${folder} has no rank: add it to RANKS in tests/architecture_test.ts (${RANKING}) ` +
+        "and to the layers of ARCHITECTURE.md",
+    );
+  }
+  const layers = new Set([...counts.keys()].map(layerOf));
+  for (const folder of ranked) {
+    assert.ok(layers.has(folder), `RANKS names src/${folder}, which is gone`);
+  }
 });
 
 Deno.test("no import cycle between the modules of src/", () => {
@@ -118,22 +142,34 @@ Deno.test("no import cycle between the modules of src/", () => {
   for (const p of graph.keys()) visit(p);
 });
 
-Deno.test("the lower layers import nothing from the layers above them", () => {
-  const rank = (folder: string) => {
-    const i = [...LOWER, ...UPPER].indexOf(folder);
-    return i < 0 ? Infinity : i;
-  };
-  for (const m of sources) {
+Deno.test(`every folder imports only folders ranked below it: ${RANKING}`, () => {
+  console.log(
+    "Ranks of src/ folders, bottom to top (peers share a rank):\n" +
+      RANKS.map((peers, i) => `  ${String(i).padStart(2)}  ${peers.join(", ")}`).join("\n"),
+  );
+  const rankOf = (folder: string) => RANKS.findIndex((peers) => peers.includes(folder));
+  const upward: string[] = [];
+  for (const m of modules) {
     const from = layerOf(folderOf(m.path));
-    if (!LOWER.includes(from)) continue;
+    const rank = rankOf(from);
+    if (rank < 0) {
+      upward.push(`${m.path} sits in src/${from}, which has no rank: add it to RANKS`);
+      continue;
+    }
     for (const i of m.imports.filter((i) => i.startsWith("src/"))) {
       const to = layerOf(folderOf(i));
-      assert.ok(
-        rank(to) <= rank(from),
-        `${m.path} (layer ${from}) imports ${i} (layer ${to}), which sits above it`,
+      if (to === from || (m.path.endsWith("_test.ts") && to === TEST_SUPPORT)) continue;
+      const target = rankOf(to);
+      if (target >= 0 && target < rank) continue;
+      upward.push(
+        `${m.path} (rank ${rank}, ${from}) imports ${i} (rank ${
+          target < 0 ? "none" : target
+        }, ${to}), ` +
+          (target === rank ? "a peer of the same rank" : "which ranks above it"),
       );
     }
   }
+  assert.deepEqual(upward, [], `imports against the ranking ${RANKING}:\n${upward.join("\n")}`);
 });
 
 Deno.test("a module never imports another folder's private (_) module", () => {
@@ -160,11 +196,12 @@ Deno.test("@kubernetes/client-node is never imported statically, by any spelling
   // Its one import is built at run time in client/_auth_provider.ts, so neither a plain run
   // nor `deno bundle`/`deno compile` loads it unless an auth-provider plugin asks for it.
   const roots = [];
+  const rootFiles = new Set(ENTRY_POINTS);
   for await (const e of Deno.readDir(ROOT)) {
-    if (e.isFile && e.name.endsWith(".ts")) {
-      const text = await Deno.readTextFile(join(ROOT, e.name));
-      roots.push({ path: e.name, imports: importsOf(text) });
-    }
+    if (e.isFile && e.name.endsWith(".ts")) rootFiles.add(e.name);
+  }
+  for (const path of rootFiles) {
+    roots.push({ path, imports: importsOf(await Deno.readTextFile(join(ROOT, path))) });
   }
   for (const m of [...sources, ...roots]) {
     for (const i of m.imports) {
@@ -175,12 +212,28 @@ Deno.test("@kubernetes/client-node is never imported statically, by any spelling
   assert.match(lazy, /await import\(CLIENT_NODE\)/, "the lazy import is where it is said to be");
 });
 
+Deno.test("deno.json exports exactly the entry points", async () => {
+  const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json")));
+  const targets = Object.values(config.exports as Record<string, string>).map((t) => t.slice(2));
+  assert.deepEqual(targets.sort(), [...ENTRY_POINTS].sort());
+});
+
 Deno.test("entry points hold docs and explicit re-exports only; mod.ts stays small", async () => {
   for (const entry of ENTRY_POINTS) {
     const text = await Deno.readTextFile(join(ROOT, entry));
+    assert.match(
+      text,
+      /^\/\*\*[\s\S]*?@example[\s\S]*?@module\s*\*\//,
+      `${entry}: a module doc with an example`,
+    );
     const code = text.replace(/\/\*\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
     const statements = code.split(";").map((s) => s.trim()).filter(Boolean);
     for (const s of statements) {
+      // A program's entry may import one name and run it: `if (import.meta.main) ...(await main(...))`.
+      if (PROGRAMS.includes(entry)) {
+        if (/^import \{ \w+ \} from "[^"]+"$/.test(s)) continue;
+        if (/^if \(import\.meta\.main\) [^\n]+$/.test(s)) continue;
+      }
       assert.match(s, /^export (type )?\{[^}]*\} from "[^"]+"$/, `${entry}: ${s.slice(0, 80)}`);
       assert.doesNotMatch(s, /\bas\b/, `${entry} renames an export instead of its definition`);
     }

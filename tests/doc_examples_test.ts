@@ -24,7 +24,10 @@ async function* sources(dir: string): AsyncGenerator<string> {
 }
 
 async function ignoredExamples(): Promise<Example[]> {
-  const files = [...(await Array.fromAsync(sources(join(ROOT, "src"))))];
+  const files = [
+    ...(await Array.fromAsync(sources(join(ROOT, "src")))),
+    ...(await Array.fromAsync(sources(join(ROOT, "runtime")))), // the runtime's entry points
+  ];
   for await (const e of Deno.readDir(ROOT)) {
     if (e.isFile && e.name.endsWith(".ts")) files.push(join(ROOT, e.name));
   }

@@ -7,8 +7,8 @@
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
-import type { OperatorController, OperatorWebhook } from "../operator/options.ts";
-import { deriveRbac } from "./rbac.ts";
+import { deriveRbac, type OperatorController } from "./rbac.ts";
+import type { OperatorWebhook } from "../webhook/manifests.ts";
 import { usesConversionWebhook, withConversionWebhook } from "../webhook/conversion_config.ts";
 
 /** What {@link operatorManifests} generates from. */

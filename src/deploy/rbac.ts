@@ -7,8 +7,35 @@
  * @module
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
-import type { OperatorController } from "../operator/options.ts";
 import type { Resource } from "../core/resource.ts";
+
+/**
+ * What RBAC derivation and the manifests read from a controller: its name, the kind it
+ * reconciles, the kinds it owns, watches and caches, and its finalizer. Every `Controller`
+ * returned by `reconcile()` has this shape; it is declared here, structurally, so that
+ * `deploy/` needs nothing of the controller machinery.
+ */
+export interface OperatorController {
+  /** Controller name, unique within the operator. */
+  readonly name: string;
+  /** The primary kind it reconciles. */
+  readonly resource: Resource;
+  /** Kinds it creates and whose controller ownerReference points at a primary. */
+  readonly owns: readonly Resource[];
+  /** Other kinds it watches and maps to primaries. */
+  readonly watches: readonly { readonly resource: Resource }[];
+  /** The finalizer it adds to primaries, if any. */
+  readonly finalizer?: string;
+  /**
+   * Every kind it caches (primary, owned, watched, read) and the namespaces each is limited
+   * to; RBAC grants `get`/`list`/`watch` on each, in those namespaces only.
+   * @default the primary, `owns` and `watches`, unlimited
+   */
+  readonly caches?: readonly {
+    readonly resource: Resource;
+    readonly namespaces?: readonly string[];
+  }[];
+}
 
 /** Options of {@link deriveRbac}. */
 export interface DeriveRbacOptions {

@@ -15,7 +15,7 @@ import { describeLocalRun, type RunPlace } from "./_run_settings.ts";
 import { type OperatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import type { RunSettings } from "./_run_settings.ts";
 import { cacheSyncDeadline, startupSetting } from "./_startup.ts";
-import type { OperatorWebhook } from "./options.ts";
+import type { OperatorWebhook } from "../webhook/manifests.ts";
 import {
   HealthChecks,
   informersSynced,

@@ -25,14 +25,6 @@ import { defineOperator, dispatch } from "./_dispatch.ts";
 import { consoleIo } from "../util/cli_io.ts";
 import type { OperatorOptions } from "./options.ts";
 
-export type {
-  LeaderElectionOptions,
-  OperatorController,
-  OperatorOptions,
-  OperatorWebhook,
-  WebhookManifestContext,
-} from "./options.ts";
-
 /** An operator program: its command line. */
 export interface Operator {
   /** The operator's name. */

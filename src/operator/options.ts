@@ -1,75 +1,16 @@
 /**
- * The shapes `operator()` works with: what it needs to know about a controller, a webhook and
- * leader election, and its options. Kept apart from `operator.ts` so that the manifest and
- * RBAC generators can use them without importing the CLI.
+ * The options of `operator()`, leader election and sharding among them. What the manifest
+ * and RBAC generators read of a controller (`OperatorController`, in `deploy/rbac.ts`) and of a
+ * webhook (`OperatorWebhook`, in `webhook/manifests.ts`) is defined in those lower layers, which
+ * never import the operator program.
  *
  * @module
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
-import type { KubeObject } from "../core/object.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
 import type { ShardingOptions } from "../runtime/sharding/coordinator.ts";
-
-/**
- * What the operator's CLI reads from a controller: its name, the kind it reconciles, the
- * kinds it owns, watches and caches, and its finalizer. Every `Controller` returned by `reconcile()`
- * has this shape.
- */
-export interface OperatorController {
-  /** Controller name, unique within the operator. */
-  readonly name: string;
-  /** The primary kind it reconciles. */
-  readonly resource: Resource;
-  /** Kinds it creates and whose controller ownerReference points at a primary. */
-  readonly owns: readonly Resource[];
-  /** Other kinds it watches and maps to primaries. */
-  readonly watches: readonly { readonly resource: Resource }[];
-  /** The finalizer it adds to primaries, if any. */
-  readonly finalizer?: string;
-  /**
-   * Every kind it caches (primary, owned, watched, read) and the namespaces each is limited
-   * to; RBAC grants `get`/`list`/`watch` on each, in those namespaces only.
-   * @default the primary, `owns` and `watches`, unlimited
-   */
-  readonly caches?: readonly {
-    readonly resource: Resource;
-    readonly namespaces?: readonly string[];
-  }[];
-}
-
-/** Where the operator's webhook server is reachable from the API server. */
-export interface WebhookManifestContext {
-  /** The operator's name. */
-  operatorName: string;
-  /** The namespace the operator runs in. */
-  namespace: string;
-  /** Name of the Service in front of the webhook server. */
-  serviceName: string;
-  /** Port of that Service. */
-  servicePort: number;
-  /** Port the webhook server listens on in the operator's pod. */
-  containerPort: number;
-}
-
-/**
- * An admission webhook served by the operator, as the manifest generator sees it. It
- * contributes its entries of the cluster's webhook configurations and any extra permissions
- * its server needs; `operator()` adds the Service in front of the webhook server and the
- * container port.
- */
-export interface OperatorWebhook {
-  /**
-   * The objects this webhook needs in the cluster, e.g. a `ValidatingWebhookConfiguration`
-   * pointing at `ctx.serviceName`. Configurations with the same kind and name contributed
-   * by several webhooks are merged (their `webhooks` lists concatenated).
-   * @param ctx Where the webhook server is reachable.
-   * @returns Cluster objects.
-   */
-  manifests(ctx: WebhookManifestContext): KubeObject[];
-  /** Extra RBAC rules the webhook server needs in the operator's namespace (e.g. Secrets). */
-  readonly rules?: readonly PolicyRule[];
-}
+import type { OperatorWebhook } from "../webhook/manifests.ts";
 
 /** Leader-election settings. */
 export interface LeaderElectionOptions {

@@ -45,9 +45,8 @@ import type {
 import type { LabelSelector } from "../core/kinds.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
-import type { WebhookManifestContext } from "../operator/options.ts";
 import type { Resource } from "../core/resource.ts";
-import { webhookConfigurations } from "./manifests.ts";
+import { webhookConfigurations, type WebhookManifestContext } from "./manifests.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 

@@ -3,12 +3,14 @@
  * `ValidatingWebhookConfiguration` and a `MutatingWebhookConfiguration` (one each, named
  * after the operator, with one entry per webhook) and the Service in front of the webhook
  * server. In a cluster the configurations point at the Service; for local runs and tests
- * they point at a URL on loopback, as envtest does.
+ * they point at a URL on loopback, as envtest does. `OperatorWebhook` is what the operator's
+ * manifest generator reads of any webhook (an `Admission` has its shape).
  *
  * @module
  */
 import type {
   MutatingWebhookConfiguration,
+  PolicyRule,
   ValidatingWebhookConfiguration,
   Webhook,
 } from "../core/kinds_cluster.ts";
@@ -53,6 +55,39 @@ export type WebhookTarget =
     url: string;
     service?: never;
   };
+
+/** Where the operator's webhook server is reachable from the API server. */
+export interface WebhookManifestContext {
+  /** The operator's name. */
+  operatorName: string;
+  /** The namespace the operator runs in. */
+  namespace: string;
+  /** Name of the Service in front of the webhook server. */
+  serviceName: string;
+  /** Port of that Service. */
+  servicePort: number;
+  /** Port the webhook server listens on in the operator's pod. */
+  containerPort: number;
+}
+
+/**
+ * An admission webhook served by the operator, as the manifest generator sees it. It
+ * contributes its entries of the cluster's webhook configurations and any extra permissions
+ * its server needs; `operator()` adds the Service in front of the webhook server and the
+ * container port.
+ */
+export interface OperatorWebhook {
+  /**
+   * The objects this webhook needs in the cluster, e.g. a `ValidatingWebhookConfiguration`
+   * pointing at `ctx.serviceName`. Configurations with the same kind and name contributed
+   * by several webhooks are merged (their `webhooks` lists concatenated).
+   * @param ctx Where the webhook server is reachable.
+   * @returns Cluster objects.
+   */
+  manifests(ctx: WebhookManifestContext): KubeObject[];
+  /** Extra RBAC rules the webhook server needs in the operator's namespace (e.g. Secrets). */
+  readonly rules?: readonly PolicyRule[];
+}
 
 /** Options of {@linkcode webhookConfigurations}. */
 export interface WebhookConfigurationOptions {

@@ -28,6 +28,8 @@ import type { Resource } from "../../core/resource.ts";
  * };
  * if (!filter.matches({ metadata: { name: "x", namespace: "apps" } })) throw new Error();
  * ```
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
  */
 export interface ShardFilter {
   /**

@@ -73,10 +73,18 @@ import { Membership } from "./_membership.ts";
 const log = getLogger(["kubeno", "sharding"]);
 const JITTER = 0.2;
 
-/** The number of virtual shards when none is given: 12 divides evenly among 1, 2, 3, 4 and 6. */
+/**
+ * The number of virtual shards when none is given: 12 divides evenly among 1, 2, 3, 4 and 6.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export const DEFAULT_SHARDS = 12;
 
-/** How an operator shards its objects: `operator({ sharding })` and the manager take it. */
+/**
+ * How an operator shards its objects: `operator({ sharding })` and the manager take it.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export interface ShardingOptions {
   /**
    * Virtual shards the hash space is cut into; choose a multiple of the replica counts you
@@ -126,7 +134,11 @@ export interface ShardingOptions {
   retryPeriodMs?: number;
 }
 
-/** Hooks that feed the sharding metrics (`src/metrics/sharding_metrics.ts`). */
+/**
+ * Hooks that feed the sharding metrics (`src/metrics/sharding_metrics.ts`).
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export interface ShardingMetrics {
   /** The shards this replica reconciles changed. */
   owned?(shards: readonly number[]): void;
@@ -143,7 +155,11 @@ export interface ShardingMetrics {
   received?(kept: boolean): void;
 }
 
-/** Options of {@linkcode ShardCoordinator}. */
+/**
+ * Options of {@linkcode ShardCoordinator}.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export interface ShardCoordinatorOptions extends ShardingOptions {
   /** Reads, watches and writes the Leases. */
   client: Client;
@@ -166,7 +182,11 @@ export interface ShardCoordinatorOptions extends ShardingOptions {
   clock?: Clock;
 }
 
-/** Why {@linkcode ShardCoordinator.prototype.run} ended. */
+/**
+ * Why {@linkcode ShardCoordinator.prototype.run} ended.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export type ShardingEnd = "lost" | "stopped";
 
 /**
@@ -189,6 +209,8 @@ export type ShardingEnd = "lost" | "stopped";
  * await running;
  * await cms.stop();
  * ```
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
  */
 export class ShardCoordinator {
   /** This replica's identity. */

@@ -15,7 +15,11 @@
  */
 import type { KubeObject } from "../../core/object.ts";
 
-/** Which field an object is sharded by. */
+/**
+ * Which field an object is sharded by.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
+ */
 export type ShardKey = "uid" | "namespace";
 
 /** One virtual shard: hashes `start <= h < end`, with `end` at most 2^64. */
@@ -116,6 +120,8 @@ export function shardIndex(hash: bigint, count: number): number {
  * @param key The field it is sharded by.
  * @param count The number of shards.
  * @returns The shard index.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
  */
 export function shardOf(obj: KubeObject, key: ShardKey, count: number): number {
   return shardIndex(fnv1a64(shardKeyValue(obj, key)), count);
@@ -150,6 +156,8 @@ export function hexBound(n: bigint): string {
  *   throw new Error(s ?? "null");
  * }
  * ```
+ *
+ * @experimental **UNSTABLE**: rests on the alpha `ShardedListAndWatch` feature (KEP-5866).
  */
 export function shardSelector(
   key: ShardKey,
