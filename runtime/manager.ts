@@ -37,6 +37,7 @@ export {
   createManager,
   type InformerStatus,
   type LeaderElectionContext,
+  LeadershipLostError,
   Manager,
   type ManagerHealth,
   type ManagerLeaderElection,

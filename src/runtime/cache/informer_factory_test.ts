@@ -29,6 +29,7 @@ function standIn() {
       } finally {
         open--;
       }
+      yield* []; // the server closed the watch without an event
     },
   };
   return { client: client as never, open: () => open };

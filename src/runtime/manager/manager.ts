@@ -159,10 +159,18 @@ export interface ManagerStartupContext {
  */
 export type ManagerLeaderElection = Omit<LeaderElectorOptions, "client">;
 
-/** The manager's `sharding` option: the coordinator's options but its client and drain. */
+/**
+ * The manager's `sharding` option: the coordinator's options but its client and drain.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha ShardedListAndWatch feature (KEP-5866).
+ */
 export type ManagerSharding = Omit<ShardCoordinatorOptions, "client" | "drain">;
 
-/** One controller's work in one shard this replica owns, for per-shard metrics. */
+/**
+ * One controller's work in one shard this replica owns, for per-shard metrics.
+ *
+ * @experimental **UNSTABLE**: rests on the alpha ShardedListAndWatch feature (KEP-5866).
+ */
 export interface ShardStat {
   /** The controller. */
   controller: string;
@@ -639,6 +647,8 @@ export class Manager implements AsyncDisposable {
 /** Leadership (the Lease, or sharding membership) was lost: the manager stopped at once. */
 export class LeadershipLostError extends Error {
   /**
+   * Creates the error.
+   *
    * @param message What was lost, e.g. `Lost the Lease "default/myapp-operator"`.
    * @param options `cause`: why.
    */

@@ -18,6 +18,7 @@ const client = {
       if (o.signal?.aborted) return resolve();
       o.signal?.addEventListener("abort", () => resolve(), { once: true });
     });
+    yield* []; // closed without an event
   },
 } as unknown as Client;
 
