@@ -106,6 +106,41 @@ Deno.test("informers start and stop while the manager runs", async (t) => {
     await again.release();
   });
 
+  await t.step("a controller adds a watch at run time and drops it", async () => {
+    const runtime = manager.runtimes[0];
+    const count = (key: string) => reconciled.filter((k) => k === key).length;
+    const watch = await runtime.addWatch({
+      resource: Secret,
+      namespaces: [ns],
+      // Every Secret named after a ConfigMap reconciles that ConfigMap.
+      map: (secret) => [`${ns}/${secret.metadata.name}`],
+    });
+    await waitFor(async () => (await secretWatches()) === before + 1, {
+      what: "the API server to count the added watch",
+    });
+    const n = count(`${ns}/d`);
+    await client.create(Secret, { metadata: { name: "d", namespace: ns } });
+    await waitFor(() => count(`${ns}/d`) > n, { what: "the Secret d to reconcile ConfigMap d" });
+    assert.ok(runtime.cache.get(Secret, "d", { namespace: ns }), "ctx.cache reads the new kind");
+
+    await watch.remove();
+    await waitFor(async () => (await secretWatches()) === before, {
+      what: "the API server's Secret watch count to drop back after remove",
+    });
+    assert.throws(() => runtime.cache.list(Secret), /add it to reads/);
+    const after = count(`${ns}/c`);
+    await using witness = informer(Secret, { client, namespace: ns }).start();
+    await client.create(Secret, { metadata: { name: "c", namespace: ns } });
+    await waitFor(() => witness.get({ namespace: ns, name: "c" }) !== undefined, {
+      what: "the witness to see the Secret c",
+    });
+    // A reconcile of c queued by the dropped watch would have come before the witness saw it
+    // (the same event, one informer each); make sure one more ConfigMap event still flows.
+    await client.create(ConfigMap, { metadata: { name: "e", namespace: ns } });
+    await waitFor(() => reconciled.includes(`${ns}/e`), { what: "the controller to go on" });
+    assert.equal(count(`${ns}/c`), after, "the dropped watch still queued a key");
+  });
+
   await manager.stop();
   await done;
 });

@@ -61,7 +61,7 @@ import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import { kindKey } from "../../core/kind_key.ts";
 import type { CachedKind } from "./caches.ts";
-import type { InformerFactory } from "../cache/informer_factory.ts";
+import type { InformerFactory, InformerHold } from "../cache/informer_factory.ts";
 import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { ObjectEvent } from "../watch/watch.ts";
@@ -168,6 +168,7 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #primary: Informer<T>[];
   readonly #primaryNamespaces: readonly string[] | undefined;
   readonly #reader: InformerReader;
+  readonly #factory: InformerFactory;
   readonly #all: Informer<any>[] = [];
   // The wiring of each cached kind, by kind key.
   readonly #wired = new Map<string, Unsubscribe>();
@@ -212,10 +213,12 @@ export class ControllerRuntime<T extends KubeObject> {
       rateLimiter: options.rateLimiter,
       metrics: options.metrics?.workqueue?.(controller.name),
     });
+    this.#factory = options.informers;
     for (const kind of controller.caches) {
-      this.#sources.set(kindKey(kind.resource), this.#scoped(options.informers, kind));
+      this.#sources.set(kindKey(kind.resource), this.#scoped(kind));
     }
-    this.#reader = new InformerReader([...this.#sources.values()], {
+    // Over the live map: a watch added at run time is readable at once.
+    this.#reader = new InformerReader(this.#sources, {
       owner: `controller "${controller.name}"`,
       hint: (res) => {
         const k = isMetadataOnly(res) ? `metadataOnly(${res.kind})` : res.kind;
@@ -349,6 +352,61 @@ export class ControllerRuntime<T extends KubeObject> {
   }
 
   /**
+   * Adds a watch while the controller runs — the equivalent of an entry of `watches`, or of
+   * controller-runtime's `Controller.Watch` after start: events of `spec.resource` that pass
+   * its predicates map to primary keys with `spec.map`. Its informer is shared through the
+   * factory and held until `remove` runs; `ctx.cache` and map functions read it meanwhile.
+   * The initial list maps every existing object, as a new source does.
+   *
+   * @param spec The kind, its cache scope and indexes, the map function and predicates.
+   * @param options `signal` stops waiting for the informer to sync.
+   * @returns Once its informer synced: `remove`, which drops the watch (its handlers, its
+   * place in `ctx.cache`, and its informer when no one else holds it).
+   * @throws {TypeError} When the controller already caches that kind, or was stopped.
+   */
+  async addWatch<U extends KubeObject>(
+    spec: WatchSpec<U>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ remove(): Promise<void> }> {
+    const key = kindKey(spec.resource);
+    const name = `controller "${this.controller.name}"`;
+    if (this.#stopping) throw new TypeError(`Cannot add a watch to ${name}: it was stopped`);
+    if (this.#sources.has(key)) {
+      throw new TypeError(
+        `Cannot add a watch of ${spec.resource.kind} to ${name}: it already caches that kind`,
+      );
+    }
+    const kind: CachedKind = {
+      ...spec,
+      roles: ["watches"],
+      indexes: spec.indexes ?? {},
+    };
+    const holds: InformerHold<any>[] = [];
+    const source = this.#scoped(kind, holds);
+    this.#sources.set(key, source);
+    this.#wired.set(key, this.#wire(kind, [spec]));
+    let removed: Promise<void> | undefined;
+    const remove = () =>
+      removed ??= (async () => {
+        this.#wired.get(key)?.();
+        this.#wired.delete(key);
+        this.#sources.delete(key);
+        for (const inf of source.informers) {
+          const i = this.#all.indexOf(inf);
+          if (i >= 0) this.#all.splice(i, 1);
+        }
+        await Promise.all(holds.map((h) => h.release()));
+      })();
+    try {
+      await Promise.all(source.informers.map((inf) => inf.synced(options)));
+    } catch (err) {
+      await remove();
+      throw err;
+    }
+    return { remove };
+  }
+
+  /**
    * Waits until no reconcile of a primary matching `matches` is in flight, e.g. of a share of
    * the objects that just left this replica's cache (no new reconcile of those starts).
    *
@@ -361,7 +419,12 @@ export class ControllerRuntime<T extends KubeObject> {
     return new Promise((resolve) => this.#idleWaiters.add({ busy, resolve }));
   }
 
-  #scoped(factory: InformerFactory, kind: CachedKind): CachedSource {
+  /**
+   * The informers of one cached kind, one per watched namespace, from the factory; `holds`
+   * collects them as releasable holds instead (a watch added at run time).
+   */
+  #scoped(kind: CachedKind, holds?: InformerHold<any>[]): CachedSource {
+    const factory = this.#factory;
     const res = kind.resource;
     const namespaces = res.namespaced ? kind.namespaces ?? this.#namespaces : undefined;
     const prefix = `${this.controller.name}/`;
@@ -377,9 +440,15 @@ export class ControllerRuntime<T extends KubeObject> {
         Object.entries(kind.indexes).map(([name, fn]) => [prefix + name, fn]),
       ),
     };
+    const get = (q: typeof query & { namespace?: string }) => {
+      if (!holds) return factory.for(res, q);
+      const hold = factory.acquire(res, q);
+      holds.push(hold);
+      return hold.informer;
+    };
     const informers = namespaces
-      ? namespaces.map((namespace) => factory.for(res, { ...query, namespace }))
-      : [factory.for(res, query)];
+      ? namespaces.map((namespace) => get({ ...query, namespace }))
+      : [get(query)];
     for (const inf of informers) if (!this.#all.includes(inf)) this.#all.push(inf);
     return {
       resource: res,
@@ -394,7 +463,7 @@ export class ControllerRuntime<T extends KubeObject> {
    * role it has here (primary, each `owns` and `watches` entry of it; a kind only read gets
    * one that just confirms the controller's writes). Returns what removes them all.
    */
-  #wire(kind: CachedKind): Unsubscribe {
+  #wire(kind: CachedKind, watches = this.controller.watches): Unsubscribe {
     const c = this.controller;
     const key = kindKey(kind.resource);
     const track = trackKey(kind.resource);
@@ -409,7 +478,7 @@ export class ControllerRuntime<T extends KubeObject> {
     if (kind.roles.every((r) => r === "reads")) {
       handlers.push((ev) => void this.#writes.observe(track, ev));
     }
-    for (const w of c.watches) {
+    for (const w of watches) {
       if (kindKey(w.resource) === key) handlers.push((ev) => this.#onWatched(w, track, ev));
     }
     const removers = this.#sources.get(key)!.informers.flatMap((inf: Informer<KubeObject>) =>
