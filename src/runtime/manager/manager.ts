@@ -48,11 +48,7 @@ import { parseObjectKey } from "../../core/object_key.ts";
 import { type LeaderElector, leaderElector, type LeaderElectorOptions } from "./leader_election.ts";
 import { Lifecycle } from "./_lifecycle.ts";
 import type { Runnable } from "./runnable.ts";
-import {
-  ShardCoordinator,
-  type ShardCoordinatorOptions,
-  type ShardingEnd,
-} from "../sharding/coordinator.ts";
+import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "manager"]);
 
@@ -566,7 +562,7 @@ export class Manager implements AsyncDisposable {
       start: () => void informers.start(),
       stop: () => informers.stop(),
     });
-    if (sharding) void lc.add(shardingRunnable(sharding));
+    if (sharding) void lc.add(untilStopped("shard coordinator", (s) => sharding.run(s)));
     const election = this.#election(client);
     if (election) void lc.add(election.runnable);
     for (const r of this.#runtimes) {
@@ -588,8 +584,6 @@ export class Manager implements AsyncDisposable {
     const option = this.#opts.leaderElection;
     if (!option) return undefined;
     const lc = this.#lifecycle;
-    const campaignStop = new AbortController();
-    let campaign: Promise<unknown> | undefined;
     if (typeof option === "function") {
       let begin!: () => void;
       const elected = new Promise<void>((resolve, reject) => {
@@ -629,17 +623,9 @@ export class Manager implements AsyncDisposable {
     this.#elector = elector;
     return {
       elected: elector.elected,
-      runnable: {
-        name: "leader election",
-        group: "always",
-        start: () => void (campaign = elector.run(campaignStop.signal)),
-        // After the controllers drained (they stop first): a standby never writes while this
-        // replica still does.
-        stop: async () => {
-          campaignStop.abort();
-          await campaign?.catch(() => {});
-        },
-      },
+      // Stopped after the controllers drained (they stop first): a standby never writes while
+      // this replica still does.
+      runnable: untilStopped("leader election", (signal) => elector.run(signal)),
     };
   }
 }
@@ -658,18 +644,21 @@ export class LeadershipLostError extends Error {
   }
 }
 
-/** The shard coordinator as a runnable: joins with the caches, leaves after the drain. */
-function shardingRunnable(sharding: ShardCoordinator): Runnable {
-  const leave = new AbortController();
-  let run: Promise<ShardingEnd> | undefined;
+/**
+ * An `always` runnable that runs `run` until its stop aborts the signal, and waits for it to
+ * end: leader election (which then releases the Lease) and the shard coordinator (which then
+ * hands its shards off) — both only after the controllers drained.
+ */
+function untilStopped(name: string, run: (signal: AbortSignal) => Promise<unknown>): Runnable {
+  const stop = new AbortController();
+  let running: Promise<unknown> | undefined;
   return {
-    name: "shard coordinator",
+    name,
     group: "always",
-    start: () => void (run = sharding.run(leave.signal)),
-    // Only now, with the reconciles drained, may other replicas take this one's shards.
+    start: () => void (running = run(stop.signal)),
     stop: async () => {
-      leave.abort();
-      await run?.catch(() => {});
+      stop.abort();
+      await running?.catch(() => {});
     },
   };
 }

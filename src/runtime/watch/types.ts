@@ -5,7 +5,13 @@
  *
  * @module
  */
-import type { ListPage, ObjectList, RawWatchEvent, ShardInfo } from "../../client/types.ts";
+import type {
+  ListPage,
+  ObjectList,
+  RawWatchEvent,
+  RawWatchOptions,
+  ShardInfo,
+} from "../../client/types.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
@@ -76,16 +82,7 @@ export interface WatchClient {
   /** One watch request: ends when the server closes it, throws on non-2xx. */
   watchEvents<T extends KubeObject>(
     resource: Resource<T>,
-    options: WatchQuery & {
-      resourceVersion?: string;
-      allowWatchBookmarks?: boolean;
-      timeoutSeconds?: number;
-      sendInitialEvents?: boolean;
-      resourceVersionMatch?: "NotOlderThan";
-      signal?: AbortSignal;
-      /** Called when the response headers arrived; clients that cannot tell may omit it. */
-      onConnected?: () => void;
-    },
+    options: RawWatchOptions,
   ): AsyncIterable<RawWatchEvent<T>>;
   /**
    * Closes pooled connections so that the next request opens a new one. Called after a
