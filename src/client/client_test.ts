@@ -1,0 +1,612 @@
+// Client against a stand-in API server (plain HTTP, token user) started in the test: the
+// request each verb sends, how failure bodies become ApiErrors, and the raw watch stream.
+import assert from "node:assert/strict";
+import { ApiError, ConnectionError, isConflict, isInvalid, isNotFound } from "./api_error.ts";
+import { createClient } from "./client.ts";
+import { resource } from "../core/resource.ts";
+import { ConfigMap, Namespace } from "../core/kinds.ts";
+import { ClusterRole } from "../core/api/rbac/v1.ts";
+
+type Workload = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+// A grouped, namespaced kind; loosely typed so that tests can send partial objects.
+const Deployment = resource<Workload>({ group: "apps", version: "v1", kind: "Deployment" });
+import type { KubeObject } from "../core/object.ts";
+
+/** One request the stand-in server received. */
+interface Seen {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType: string | null;
+  accept: string | null;
+  authorization: string | null;
+  body: unknown;
+}
+
+type Answer = (seen: Seen, req: Request) => Response | Promise<Response>;
+
+const json = (body: unknown, status = 200) =>
+  new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+
+/** Echoes the request back as the object, so that a write "returns what was stored". */
+const echo: Answer = (seen) =>
+  json(seen.body ?? { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "echo" } });
+
+/**
+ * A stand-in API server on 127.0.0.1 and a client for it whose context namespace is `team`.
+ * Each request is recorded and answered by `answer` (default: echo the body).
+ */
+async function stand(answer: Answer = echo, clientOptions: { fieldManager?: string } = {}) {
+  const seen: Seen[] = [];
+  let current = answer;
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const text = await req.text();
+    const s: Seen = {
+      method: req.method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      contentType: req.headers.get("content-type"),
+      accept: req.headers.get("accept"),
+      authorization: req.headers.get("authorization"),
+      body: text ? JSON.parse(text) : undefined,
+    };
+    seen.push(s);
+    return await current(s, req);
+  });
+  const dir = await Deno.makeTempDir();
+  const kubeconfig = `${dir}/config`;
+  await Deno.writeTextFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      "current-context": "c",
+      clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${server.addr.port}` } }],
+      users: [{ name: "u", user: { token: "s3cret" } }],
+      contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
+    }),
+  );
+  const client = await createClient({ kubeconfig, ...clientOptions });
+  return {
+    client,
+    seen,
+    /** The last request received. */
+    get last(): Seen {
+      assert.ok(seen.length > 0, "no request was received");
+      return seen.at(-1)!;
+    },
+    answer(next: Answer) {
+      current = next;
+    },
+    async [Symbol.asyncDispose]() {
+      client.close();
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+function statusBody(code: number, reason: string, message: string, details?: unknown) {
+  return { apiVersion: "v1", kind: "Status", status: "Failure", code, reason, message, details };
+}
+
+Deno.test("Client accepts an http:// server and authenticates with the kubeconfig's token", async () => {
+  await using api = await stand();
+  assert.ok(api.client.server.startsWith("http://127.0.0.1:"));
+  assert.equal(api.client.namespace, "team");
+  assert.equal(api.client.fieldManager, "kubeno");
+  await api.client.get(ConfigMap, "settings");
+  assert.equal(api.last.authorization, "Bearer s3cret");
+  assert.equal(api.last.accept, "application/json");
+});
+
+Deno.test("Client.get and getStatus: GET the object's path, core and grouped, namespaced and cluster-scoped", async () => {
+  await using api = await stand((s) =>
+    json({ apiVersion: "v1", kind: "X", metadata: { name: s.path } })
+  );
+  const c = api.client;
+  const got = await c.get(ConfigMap, "settings");
+  assert.equal(got.metadata.name, "/api/v1/namespaces/team/configmaps/settings");
+  const cases: [() => Promise<unknown>, string][] = [
+    [() => c.get(ConfigMap, "a", { namespace: "ns" }), "/api/v1/namespaces/ns/configmaps/a"],
+    [() => c.get(Namespace, "ns", { namespace: "ignored" }), "/api/v1/namespaces/ns"],
+    [
+      () => c.get(Deployment, "web", { namespace: "apps" }),
+      "/apis/apps/v1/namespaces/apps/deployments/web",
+    ],
+    [() => c.get(ClusterRole, "admin"), "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin"],
+    [() => c.getStatus(Deployment, "web"), "/apis/apps/v1/namespaces/team/deployments/web/status"],
+    [() => c.getStatus(Namespace, "ns"), "/api/v1/namespaces/ns/status"],
+  ];
+  for (const [call, path] of cases) {
+    const obj = await call() as KubeObject;
+    assert.equal(api.last.method, "GET");
+    assert.equal(api.last.path, path);
+    assert.equal(obj.metadata.name, path);
+    assert.equal(api.last.body, undefined);
+  }
+});
+
+Deno.test("Client.list: GET the collection with the selectors and paging as query parameters", async () => {
+  await using api = await stand(() =>
+    json({
+      kind: "ConfigMapList",
+      apiVersion: "v1",
+      metadata: { resourceVersion: "42", continue: "next" },
+      items: [{ metadata: { name: "a" } }, { metadata: { name: "b" } }],
+    })
+  );
+  const list = await api.client.list(ConfigMap, {
+    namespace: "ns",
+    labelSelector: "app=web,tier!=db",
+    fieldSelector: "metadata.name=a",
+    limit: 2,
+    continue: "tok en",
+    resourceVersion: "40",
+    resourceVersionMatch: "NotOlderThan",
+  });
+  assert.equal(api.last.method, "GET");
+  assert.equal(api.last.path, "/api/v1/namespaces/ns/configmaps");
+  assert.deepEqual(api.last.query, {
+    labelSelector: "app=web,tier!=db",
+    fieldSelector: "metadata.name=a",
+    limit: "2",
+    continue: "tok en",
+    resourceVersion: "40",
+    resourceVersionMatch: "NotOlderThan",
+  });
+  assert.equal(list.metadata.resourceVersion, "42");
+  assert.equal(list.metadata.continue, "next");
+  assert.deepEqual(
+    list.items.map((i) => [i.apiVersion, i.kind, i.metadata.name]),
+    [["v1", "ConfigMap", "a"], ["v1", "ConfigMap", "b"]],
+    "items get apiVersion and kind",
+  );
+
+  await api.client.list(ConfigMap);
+  assert.equal(api.last.path, "/api/v1/configmaps", "no namespace: all namespaces");
+  assert.deepEqual(api.last.query, {});
+  await api.client.list(ClusterRole, { namespace: "ignored" });
+  assert.equal(api.last.path, "/apis/rbac.authorization.k8s.io/v1/clusterroles");
+
+  const page = await api.client.listPage(Deployment, { namespace: "ns", limit: 1 });
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/ns/deployments");
+  assert.equal(page.metadata?.continue, "next", "list metadata known before decoding");
+  assert.deepEqual(page.decode().items.map((i) => i.kind), ["Deployment", "Deployment"]);
+});
+
+Deno.test("Client.listPages and listAll follow continue tokens; listAll lists unpaged after 410", async () => {
+  const pages: Record<string, { continue?: string; items: string[] }> = {
+    "": { continue: "p2", items: ["a", "b"] },
+    p2: { continue: "p3", items: ["c"] },
+    p3: { items: ["d"] },
+  };
+  await using api = await stand((s) => {
+    const p = pages[s.query.continue ?? ""];
+    return json({
+      metadata: { resourceVersion: "7", continue: p.continue },
+      items: p.items.map((name) => ({ metadata: { name } })),
+    });
+  });
+  const seenPages: string[][] = [];
+  for await (const page of api.client.listPages(ConfigMap, { namespace: "ns", limit: 2 })) {
+    seenPages.push(page.items.map((i) => i.metadata.name!));
+  }
+  assert.deepEqual(seenPages, [["a", "b"], ["c"], ["d"]]);
+  assert.deepEqual(api.seen.map((s) => [s.query.limit, s.query.continue]), [
+    ["2", undefined],
+    ["2", "p2"],
+    ["2", "p3"],
+  ]);
+
+  api.seen.length = 0;
+  const all = await api.client.listAll(ConfigMap);
+  assert.deepEqual(all.items.map((i) => i.metadata.name), ["a", "b", "c", "d"]);
+  assert.equal(all.metadata.resourceVersion, "7");
+  assert.equal(api.seen[0].query.limit, "500", "default page size");
+
+  // The continue token expires after the first page: one list without paging.
+  api.seen.length = 0;
+  api.answer((s) => {
+    if (s.query.continue) return json(statusBody(410, "Expired", "too old"), 410);
+    if (s.query.limit) return json({ metadata: { continue: "p2" }, items: [] });
+    return json({ metadata: { resourceVersion: "9" }, items: [{ metadata: { name: "z" } }] });
+  });
+  const again = await api.client.listAll(ConfigMap, { limit: 1 });
+  assert.deepEqual(again.items.map((i) => i.metadata.name), ["z"]);
+  assert.deepEqual(api.seen.map((s) => s.query), [
+    { limit: "1" },
+    { limit: "1", continue: "p2" },
+    {},
+  ]);
+});
+
+Deno.test("Client.create: POST to the collection with type meta filled in and the field manager", async () => {
+  await using api = await stand(echo, { fieldManager: "my-operator" });
+  const created = await api.client.create(ConfigMap, {
+    metadata: { name: "a", namespace: "ns" },
+    data: { k: "v" },
+  } as KubeObject);
+  assert.equal(api.last.method, "POST");
+  assert.equal(api.last.path, "/api/v1/namespaces/ns/configmaps", "the object's namespace");
+  assert.equal(api.last.contentType, "application/json");
+  assert.deepEqual(api.last.query, { fieldManager: "my-operator" });
+  assert.deepEqual(api.last.body, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "a", namespace: "ns" },
+    data: { k: "v" },
+  });
+  assert.equal(created.kind, "ConfigMap");
+
+  await api.client.create(Deployment, { metadata: { generateName: "web-" } }, {
+    namespace: "apps",
+    dryRun: true,
+    fieldManager: "other",
+    fieldValidation: "Strict",
+  });
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/apps/deployments");
+  assert.deepEqual(api.last.query, {
+    fieldManager: "other",
+    fieldValidation: "Strict",
+    dryRun: "All",
+  });
+  assert.deepEqual(
+    [(api.last.body as KubeObject).apiVersion, (api.last.body as KubeObject).kind],
+    ["apps/v1", "Deployment"],
+  );
+
+  await api.client.create(ConfigMap, { metadata: { name: "b" } });
+  assert.equal(api.last.path, "/api/v1/namespaces/team/configmaps", "the client's namespace");
+  await api.client.create(Namespace, { metadata: { name: "n" } });
+  assert.equal(api.last.path, "/api/v1/namespaces");
+});
+
+Deno.test("Client.replace and replaceStatus: PUT to the object and to its status subresource", async () => {
+  await using api = await stand();
+  const obj = { metadata: { name: "web", namespace: "apps", resourceVersion: "5" } };
+  await api.client.replace(Deployment, obj);
+  assert.equal(api.last.method, "PUT");
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/apps/deployments/web");
+  assert.deepEqual(api.last.query, { fieldManager: "kubeno" });
+  assert.deepEqual((api.last.body as KubeObject).metadata, obj.metadata);
+  await api.client.replaceStatus(Deployment, obj);
+  assert.equal(api.last.method, "PUT");
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/apps/deployments/web/status");
+  await api.client.replace(ClusterRole, { metadata: { name: "admin" } });
+  assert.equal(api.last.path, "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin");
+
+  const before = api.seen.length;
+  assert.throws(
+    () => api.client.replace(ConfigMap, { metadata: {} }),
+    (e) => e instanceof TypeError && /metadata\.name is missing/.test(e.message),
+  );
+  assert.equal(api.seen.length, before, "no request for a nameless object");
+});
+
+Deno.test("Client.patch and patchStatus: PATCH with the patch type's content type", async () => {
+  await using api = await stand();
+  await api.client.patch(ConfigMap, "a", { data: { k: "v" } });
+  assert.equal(api.last.method, "PATCH");
+  assert.equal(api.last.path, "/api/v1/namespaces/team/configmaps/a");
+  assert.equal(api.last.contentType, "application/merge-patch+json", "merge by default");
+  assert.deepEqual(api.last.body, { data: { k: "v" } });
+  assert.deepEqual(api.last.query, { fieldManager: "kubeno" });
+
+  const ops = [{ op: "replace" as const, path: "/spec/replicas", value: 3 }];
+  await api.client.patch(Deployment, "web", ops, { type: "json", namespace: "apps" });
+  assert.equal(api.last.contentType, "application/json-patch+json");
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/apps/deployments/web");
+  assert.deepEqual(api.last.body, ops);
+
+  await api.client.patch(Deployment, "web", { spec: {} }, { type: "strategic", dryRun: true });
+  assert.equal(api.last.contentType, "application/strategic-merge-patch+json");
+  assert.deepEqual(api.last.query, { fieldManager: "kubeno", dryRun: "All" });
+
+  await api.client.patchStatus(Deployment, "web", { status: { replicas: 1 } } as never);
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/team/deployments/web/status");
+  assert.equal(api.last.contentType, "application/merge-patch+json");
+
+  const before = api.seen.length;
+  assert.throws(
+    () => api.client.patch(ConfigMap, "a", { data: {} }, { type: "json" }),
+    /a JSON patch must be an array/,
+  );
+  assert.throws(
+    () => api.client.patch(ConfigMap, "a", [], { type: "bogus" as "json" }),
+    (e) => e instanceof TypeError && /unknown patch type "bogus"/.test(e.message),
+  );
+  assert.equal(api.seen.length, before, "no request for a bad patch");
+});
+
+Deno.test("Client.apply and applyStatus: server-side apply with its content type, field manager and force", async () => {
+  await using api = await stand();
+  await api.client.apply(ConfigMap, { metadata: { name: "a" }, data: { k: "v" } } as never);
+  assert.equal(api.last.method, "PATCH");
+  assert.equal(api.last.path, "/api/v1/namespaces/team/configmaps/a");
+  assert.equal(api.last.contentType, "application/apply-patch+yaml");
+  assert.deepEqual(api.last.query, { fieldManager: "kubeno" }, "no force unless asked");
+  assert.deepEqual(api.last.body, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "a" },
+    data: { k: "v" },
+  });
+
+  await api.client.apply(Deployment, { metadata: { name: "web", namespace: "apps" } }, {
+    force: true,
+    fieldManager: "mgr",
+  });
+  assert.equal(api.last.path, "/apis/apps/v1/namespaces/apps/deployments/web");
+  assert.deepEqual(api.last.query, { fieldManager: "mgr", force: "true" });
+
+  await api.client.applyStatus(ClusterRole, { metadata: { name: "admin" } }, { force: true });
+  assert.equal(api.last.path, "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin/status");
+  assert.equal(api.last.contentType, "application/apply-patch+yaml");
+  assert.deepEqual(api.last.query, { fieldManager: "kubeno", force: "true" });
+
+  const before = api.seen.length;
+  assert.throws(
+    () => api.client.apply(ConfigMap, { metadata: {} } as never),
+    (e) =>
+      e instanceof TypeError && /Cannot apply ConfigMap: metadata\.name is missing/.test(e.message),
+  );
+  assert.equal(api.seen.length, before);
+});
+
+Deno.test("Client.delete: DELETE with DeleteOptions; undefined for a Status, the object otherwise", async () => {
+  await using api = await stand(() =>
+    json({ apiVersion: "v1", kind: "Status", status: "Success", details: { name: "a" } })
+  );
+  const gone = await api.client.delete(ConfigMap, "a", {
+    namespace: "ns",
+    propagationPolicy: "Foreground",
+    preconditions: { resourceVersion: "5", uid: "u-1" },
+    gracePeriodSeconds: 0,
+    dryRun: true,
+  });
+  assert.equal(gone, undefined);
+  assert.equal(api.last.method, "DELETE");
+  assert.equal(api.last.path, "/api/v1/namespaces/ns/configmaps/a");
+  assert.equal(api.last.contentType, "application/json");
+  assert.deepEqual(api.last.body, {
+    apiVersion: "v1",
+    kind: "DeleteOptions",
+    propagationPolicy: "Foreground",
+    preconditions: { resourceVersion: "5", uid: "u-1" },
+    gracePeriodSeconds: 0,
+    dryRun: ["All"],
+  });
+
+  api.answer(() =>
+    json({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "n", deletionTimestamp: "2024-01-01T00:00:00Z", finalizers: ["x"] },
+    })
+  );
+  const pending = await api.client.delete(Namespace, "n");
+  assert.equal(api.last.path, "/api/v1/namespaces/n");
+  assert.deepEqual(api.last.body, { apiVersion: "v1", kind: "DeleteOptions" });
+  assert.equal(pending?.metadata.name, "n", "deletion pending on finalizers returns the object");
+});
+
+Deno.test("Client: a 404 Status body becomes an ApiError NotFound naming what was addressed", async () => {
+  await using api = await stand(() =>
+    json(
+      statusBody(404, "NotFound", 'configmaps "a" not found', { name: "a", kind: "configmaps" }),
+      404,
+    )
+  );
+  const err = await api.client.get(ConfigMap, "a", { namespace: "ns" }).catch((e) => e);
+  assert.ok(err instanceof ApiError);
+  assert.equal(err.code, 404);
+  assert.equal(err.reason, "NotFound");
+  assert.equal(err.serverMessage, 'configmaps "a" not found');
+  assert.equal(err.resourceUnknown, false);
+  assert.ok(isNotFound(err));
+  assert.deepEqual(err.target, {
+    verb: "get",
+    kind: "ConfigMap",
+    apiVersion: "v1",
+    plural: "configmaps",
+    name: "a",
+    namespace: "ns",
+  });
+  assert.equal(err.message, 'Cannot get ConfigMap "ns/a": NotFound: configmaps "a" not found');
+
+  const status = await api.client.getStatus(Deployment, "web").catch((e) => e);
+  assert.ok(status instanceof ApiError);
+  assert.deepEqual([status.target.verb, status.target.subresource], ["get", "status"]);
+
+  // A path the server does not route: plain text, the kind itself is unknown.
+  api.answer(() => new Response("404 page not found\n", { status: 404 }));
+  const Widget = resource({ group: "example.com", version: "v1", kind: "Widget" });
+  const unknown = await api.client.list(Widget).catch((e) => e);
+  assert.ok(unknown instanceof ApiError);
+  assert.equal(unknown.resourceUnknown, true);
+  assert.equal(isNotFound(unknown), false);
+  assert.equal(unknown.target.verb, "list");
+  assert.match(unknown.message, /widgets\.example\.com\/v1/);
+});
+
+Deno.test("Client: a 409 apply conflict and a 422 Invalid carry their field causes", async () => {
+  const conflictCauses = [
+    {
+      reason: "FieldManagerConflict",
+      message: 'conflict with "kubectl"',
+      field: ".data.k",
+    },
+  ];
+  await using api = await stand(() =>
+    json(
+      statusBody(409, "Conflict", "Apply failed with 1 conflict", {
+        name: "a",
+        kind: "configmaps",
+        causes: conflictCauses,
+      }),
+      409,
+    )
+  );
+  const conflict = await api.client.apply(ConfigMap, { metadata: { name: "a" } } as never)
+    .catch((e) => e);
+  assert.ok(conflict instanceof ApiError);
+  assert.ok(isConflict(conflict));
+  assert.equal(conflict.code, 409);
+  assert.equal(conflict.target.verb, "apply");
+  assert.deepEqual(conflict.causes, conflictCauses);
+
+  const invalidCauses = [
+    { reason: "FieldValueRequired", message: "Required value", field: "spec.selector" },
+    { reason: "FieldValueInvalid", message: "must be positive", field: "spec.replicas" },
+  ];
+  api.answer(() =>
+    json(
+      statusBody(422, "Invalid", 'Deployment.apps "web" is invalid', {
+        name: "web",
+        group: "apps",
+        kind: "Deployment",
+        causes: invalidCauses,
+      }),
+      422,
+    )
+  );
+  const invalid = await api.client.create(Deployment, { metadata: { name: "web" } })
+    .catch((e) => e);
+  assert.ok(invalid instanceof ApiError);
+  assert.ok(isInvalid(invalid));
+  assert.deepEqual([invalid.code, invalid.reason], [422, "Invalid"]);
+  assert.deepEqual(invalid.causes, invalidCauses);
+  assert.deepEqual(invalid.target.namespace, "team");
+  assert.equal(invalid.status?.details?.group, "apps");
+});
+
+/** A response that writes `chunks` as they are given, then closes. */
+function streamed(chunks: string[]): Response {
+  const enc = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(ctl) {
+      for (const c of chunks) ctl.enqueue(enc.encode(c));
+      ctl.close();
+    },
+  });
+  return new Response(body, { headers: { "Content-Type": "application/json" } });
+}
+
+Deno.test("Client.watchEvents: ?watch=1 with its options; NDJSON lines become events; ends when the server closes", async () => {
+  const lines = [
+    { type: "ADDED", object: { metadata: { name: "a", resourceVersion: "2" } } },
+    { type: "MODIFIED", object: { metadata: { name: "a", resourceVersion: "3" } } },
+    { type: "BOOKMARK", object: { metadata: { resourceVersion: "4" } } },
+    { type: "DELETED", object: { metadata: { name: "a", resourceVersion: "5" } } },
+    { type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } },
+  ].map((l) => JSON.stringify(l)).join("\n\n"); // blank lines between, none at the end
+  // Split mid-line (one byte at a time for a while), the last line without a newline.
+  await using api = await stand(() =>
+    streamed([...lines.slice(0, 20).split(""), lines.slice(20, 90), lines.slice(90)])
+  );
+  let connected = 0;
+  const events = [];
+  for await (
+    const ev of api.client.watchEvents(ConfigMap, {
+      namespace: "ns",
+      labelSelector: "app=web",
+      fieldSelector: "metadata.name=a",
+      resourceVersion: "1",
+      allowWatchBookmarks: true,
+      timeoutSeconds: 300,
+      onConnected: () => void connected++,
+    })
+  ) {
+    events.push(ev);
+  }
+  assert.equal(connected, 1);
+  assert.equal(api.last.method, "GET");
+  assert.equal(api.last.path, "/api/v1/namespaces/ns/configmaps");
+  assert.deepEqual(api.last.query, {
+    watch: "1",
+    labelSelector: "app=web",
+    fieldSelector: "metadata.name=a",
+    resourceVersion: "1",
+    allowWatchBookmarks: "true",
+    timeoutSeconds: "300",
+  });
+  assert.deepEqual(
+    events.map((e) => [e.type, (e.object as KubeObject).metadata?.resourceVersion]),
+    [["ADDED", "2"], ["MODIFIED", "3"], ["BOOKMARK", "4"], ["DELETED", "5"], ["ERROR", undefined]],
+  );
+  assert.equal((events[4].object as { code: number }).code, 410);
+
+  api.answer(() => streamed([]));
+  const none = [];
+  for await (const ev of api.client.watchEvents(ClusterRole)) none.push(ev);
+  assert.deepEqual(none, [], "an empty stream ends without events");
+  assert.equal(api.last.path, "/apis/rbac.authorization.k8s.io/v1/clusterroles");
+  assert.deepEqual(api.last.query, { watch: "1" });
+});
+
+Deno.test("Client.watchEvents: a non-2xx answer throws an ApiError, a malformed line a ConnectionError", async () => {
+  await using api = await stand(() => json(statusBody(403, "Forbidden", "no"), 403));
+  const forbidden = await (async () => {
+    for await (const _ of api.client.watchEvents(ConfigMap)) { /* none */ }
+  })().catch((e) => e);
+  assert.ok(forbidden instanceof ApiError);
+  assert.deepEqual([forbidden.code, forbidden.reason, forbidden.target.verb], [
+    403,
+    "Forbidden",
+    "watch",
+  ]);
+
+  api.answer(() => streamed(['{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n', "{oops\n"]));
+  const got: string[] = [];
+  const broken = await (async () => {
+    for await (const ev of api.client.watchEvents(ConfigMap)) got.push(ev.type);
+  })().catch((e) => e);
+  assert.deepEqual(got, ["ADDED"]);
+  assert.ok(broken instanceof ConnectionError);
+  assert.match(broken.message, /malformed event/);
+});
+
+Deno.test("Client.watchEvents: stopping early ends the request; the client stays usable", async () => {
+  let closed!: () => void;
+  const cancelled = new Promise<void>((r) => closed = r);
+  await using api = await stand(() => {
+    const enc = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      start(ctl) {
+        ctl.enqueue(enc.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'));
+      },
+      cancel() {
+        closed();
+      },
+    });
+    return new Response(body);
+  });
+  for await (const ev of api.client.watchEvents(ConfigMap)) {
+    assert.equal(ev.type, "ADDED");
+    break;
+  }
+  await cancelled; // the server saw the stream cancelled
+  api.answer(echo);
+  await api.client.get(ConfigMap, "b");
+  assert.equal(api.last.path, "/api/v1/namespaces/team/configmaps/b");
+});
+
+Deno.test("Client.request: any method and path, with a body and content type", async () => {
+  await using api = await stand(() => json({ major: "1", minor: "36" }));
+  const version = await api.client.request<{ minor: string }>("GET", "/version");
+  assert.equal(version.minor, "36");
+  assert.deepEqual([api.last.method, api.last.path], ["GET", "/version"]);
+  await api.client.request("POST", "/apis/x/v1/things?dryRun=All", {
+    body: { a: 1 },
+    contentType: "application/yaml",
+  });
+  assert.deepEqual([api.last.method, api.last.path, api.last.query], [
+    "POST",
+    "/apis/x/v1/things",
+    { dryRun: "All" },
+  ]);
+  assert.equal(api.last.contentType, "application/yaml");
+  assert.deepEqual(api.last.body, { a: 1 });
+});
