@@ -413,6 +413,9 @@ export class ShardCoordinator {
       this.#kick();
     });
     leases.start();
+    // The first list's events reach the handler before the informer counts as synced, and
+    // #evaluate waits for that: evaluate once more when it does, not a renewal later.
+    leases.synced({ signal }).then(() => this.#kick(), () => {});
     try {
       const end = await this.#membership.run(signal);
       if (end !== "stopped") return this.#lose(end.lost);

@@ -279,6 +279,18 @@ Deno.test("ShardCoordinator: joining creates its member Lease; alone, it takes e
   assert.equal(await running, "stopped");
 });
 
+Deno.test("ShardCoordinator: a sole replica takes its shards on joining, not a renewal later", async () => {
+  const server = new LeaseServer();
+  const clock = new FakeClock(1_000_000);
+  const r1 = coordinator(server, clock, "r1");
+  const stop = new AbortController();
+  const running = r1.run(stop.signal);
+  // The clock stands still: no renewal can come to the rescue.
+  await until(() => r1.owned.length === 4, "every shard without a renewal");
+  stop.abort();
+  assert.equal(await running, "stopped");
+});
+
 Deno.test("ShardCoordinator: a second member joins; shards are drained, handed over, and each filter follows", async () => {
   const server = new LeaseServer();
   const clock = new FakeClock(1_000_000);
