@@ -1,6 +1,8 @@
 /**
- * The work queue, as client-go's `util/workqueue`: a {@linkcode WorkQueue} is fair,
- * de-duplicating, hands a key to one worker at a time, delays adds and drains on shutdown;
+ * The work queue, as client-go's `util/workqueue` with controller-runtime's priorities: a
+ * {@linkcode WorkQueue} serves the highest priority first and FIFO within one (the initial
+ * list and resyncs go in at {@linkcode LOW_PRIORITY}), is de-duplicating, hands a key to one
+ * worker at a time, delays adds and drains on shutdown;
  * its {@linkcode RateLimiter}s set the delay of retries, per item (exponential) and overall (a
  * token bucket), combined by {@linkcode defaultControllerRateLimiter} as controller-runtime's
  * default.
@@ -22,7 +24,10 @@
  * @module
  */
 export {
+  DEFAULT_PRIORITY,
+  LOW_PRIORITY,
   WorkQueue,
+  type WorkQueueAddOptions,
   type WorkQueueGetOptions,
   type WorkQueueItem,
   type WorkQueueMetrics,

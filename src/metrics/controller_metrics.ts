@@ -172,7 +172,9 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
 /**
  * Defines controller-runtime's `workqueue_*` metrics in `registry` (once) and returns the
  * hooks for one controller's {@linkcode WorkQueue}; as in controller-runtime, both the
- * `name` and `controller` labels are the controller's name.
+ * `name` and `controller` labels are the controller's name, and `workqueue_depth` alone
+ * also has a `priority` label, as its priority queue reports it: a series per priority for
+ * the first 25 distinct ones, any later ones summed under `exceeded_cardinality_limit`.
  *
  * @typeParam K The queue's key type.
  * @param registry Where the families live.
@@ -189,7 +191,9 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
  * const queue = new WorkQueue<string>({ name: "myapp", metrics: workqueueMetrics(registry, "myapp") });
  * queue.add("default/a");
  * const text = await registry.metrics();
- * if (!text.includes('workqueue_depth{name="myapp",controller="myapp"} 1')) throw new Error(text);
+ * if (!text.includes('workqueue_depth{name="myapp",controller="myapp",priority="0"} 1')) {
+ *   throw new Error(text);
+ * }
  * await queue.shutDownWithDrain();
  * ```
  */
@@ -201,9 +205,21 @@ export function workqueueMetrics<K = string>(
   const l = { name: controller, controller };
   const depth = registry.gauge({
     name: "workqueue_depth",
-    help: "Current depth of workqueue",
-    labelNames,
+    help: "Current depth of workqueue by workqueue and priority",
+    labelNames: [...labelNames, "priority"],
   });
+  // As controller-runtime's depthWithPriorityMetric: a label per priority, up to 25, so a
+  // caller's many priorities cannot blow up the series. Deltas, not values, are recorded,
+  // as the overflow series sums several priorities.
+  const priorityLabels = new Map<number, string>();
+  const depths = new Map<number, number>();
+  const priorityLabel = (priority: number): string => {
+    let label = priorityLabels.get(priority);
+    if (label !== undefined) return label;
+    if (priorityLabels.size === 25) return "exceeded_cardinality_limit";
+    priorityLabels.set(priority, label = String(priority));
+    return label;
+  };
   const adds = registry.counter({
     name: "workqueue_adds_total",
     help: "Total number of adds handled by workqueue",
@@ -238,14 +254,18 @@ export function workqueueMetrics<K = string>(
     help: "Total number of retries handled by workqueue",
     labelNames,
   });
-  depth.set(l, 0);
+  depth.set({ ...l, priority: "0" }, 0);
   adds.inc(l, 0);
   retries.inc(l, 0);
   unfinished.set(l, 0);
   longest.set(l, 0);
   return {
     add: () => adds.inc(l),
-    depth: (n) => depth.set(l, n),
+    depth(n, priority = 0) {
+      depth.inc({ ...l, priority: priorityLabel(priority) }, n - (depths.get(priority) ?? 0));
+      if (n === 0) depths.delete(priority);
+      else depths.set(priority, n);
+    },
     queueDuration: (s) => latency.observe(l, s),
     workDuration: (s) => work.observe(l, s),
     retry: () => retries.inc(l),

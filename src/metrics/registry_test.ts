@@ -198,7 +198,7 @@ Deno.test("controller-runtime metrics: names, labels, buckets and values from re
   assert.equal(time.buckets!["0.35"], "3");
 
   const q = { name: "myapp", controller: "myapp" };
-  assert.equal(value(p.get("workqueue_depth"), q), 1);
+  assert.equal(value(p.get("workqueue_depth"), { ...q, priority: "0" }), 1);
   assert.equal(value(p.get("workqueue_adds_total"), q), 2);
   assert.equal(value(p.get("workqueue_retries_total"), q), 1);
   const work = histogram(text, "workqueue_work_duration_seconds", q);

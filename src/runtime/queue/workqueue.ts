@@ -1,13 +1,25 @@
 /**
- * The work queue between informers and reconcilers: fair, de-duplicating, one worker per
- * key at a time, with delayed and rate-limited adds, and a drain on shutdown. Modelled on
- * client-go's `util/workqueue`.
+ * The work queue between informers and reconcilers: highest priority first and FIFO within
+ * one, de-duplicating, one worker per key at a time, with delayed and rate-limited adds, and
+ * a drain on shutdown. Modelled on client-go's `util/workqueue` and, for priorities, on
+ * controller-runtime's priority queue (`pkg/controller/priorityqueue`).
  *
  * @module
  */
 
 import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
+import { type ReadyEntry, ReadyQueue } from "./_ready_queue.ts";
+
+/**
+ * The priority of keys that are not news: the initial list, resyncs and hand-offs, so that
+ * real changes are served before them. The same value as controller-runtime's
+ * `handler.LowPriority`.
+ */
+export const LOW_PRIORITY: number = -100;
+
+/** The priority of an add that names none. */
+export const DEFAULT_PRIORITY: number = 0;
 
 /**
  * Callbacks a {@linkcode WorkQueue} makes so that metrics can be kept outside it. Each maps
@@ -34,10 +46,18 @@ import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.t
  * ```
  */
 export interface WorkQueueMetrics<K> {
-  /** A key became dirty (it was not already waiting): `workqueue_adds_total`. */
-  add?(key: K): void;
-  /** The number of dirty keys changed to `depth`: `workqueue_depth`. */
-  depth?(depth: number): void;
+  /**
+   * A key became dirty (it was not already waiting), at `priority`: `workqueue_adds_total`.
+   * A waiting key whose priority rose is not counted again.
+   */
+  add?(key: K, priority?: number): void;
+  /**
+   * The number of dirty keys at `priority` changed to `depth`: `workqueue_depth`, with the
+   * `priority` label as in controller-runtime's priority queue. The queue's depth is the
+   * sum over priorities; a hook that ignores `priority` sees it only while one priority is
+   * in use (as with `priorities: false`, where every key is at `0`).
+   */
+  depth?(depth: number, priority?: number): void;
   /** `key` waited `seconds` between its add and a worker getting it: `workqueue_queue_duration_seconds`. */
   queueDuration?(seconds: number, key: K): void;
   /** A worker held `key` for `seconds` before `done`: `workqueue_work_duration_seconds`. */
@@ -75,12 +95,31 @@ export interface WorkQueueOptions<K> {
   /** Hooks that feed metrics. */
   metrics?: WorkQueueMetrics<K>;
   /**
+   * Whether adds' priorities order the queue. `false` treats every priority as
+   * {@linkcode DEFAULT_PRIORITY}: one FIFO, as client-go's work queue.
+   *
+   * @default {true}
+   */
+  priorities?: boolean;
+  /**
    * How often {@linkcode WorkQueueMetrics.unfinishedWork} is called while work is in flight,
    * in milliseconds.
    *
    * @default {500}
    */
   unfinishedWorkPeriodMs?: number;
+}
+
+/** Options for {@linkcode WorkQueue.add}, {@linkcode WorkQueue.addAfter} and {@linkcode WorkQueue.addRateLimited}. */
+export interface WorkQueueAddOptions {
+  /**
+   * The key's priority, a finite number: higher is served first. A key that is already
+   * waiting keeps the higher of its priorities. Use {@linkcode LOW_PRIORITY} for keys that
+   * are not news (the initial list, resyncs).
+   *
+   * @default {DEFAULT_PRIORITY}
+   */
+  priority?: number;
 }
 
 /** What {@linkcode WorkQueue.get} resolves to: a key to process, or the end of the queue. */
@@ -101,6 +140,15 @@ interface Delayed<K> {
   key: K;
   readyAt: number;
   seq: number;
+  priority: number;
+}
+
+// A dirty key: its priority and when it became dirty (0 without metrics). `queued` is false
+// while the key is being processed, and for an entry replaced when the priority rose.
+interface Dirty<K> extends ReadyEntry {
+  key: K;
+  priority: number;
+  addedAt: number;
 }
 
 const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown: true });
@@ -109,28 +157,36 @@ const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown:
  * A work queue of keys, generic in the key type (compared with `SameValueZero`, so use
  * strings such as `namespace/name` rather than objects).
  *
- * Flow: producers `add` keys (now, after a delay, or after a rate-limited delay); workers
- * `get` a key, process it, then call `done(key)`; a worker that failed calls
- * `addRateLimited(key)` before `done`, and one that succeeded calls `forget(key)`.
+ * Flow: producers `add` keys (now, after a delay, or after a rate-limited delay), each at a
+ * priority; workers `get` a key, process it, then call `done(key)`; a worker that failed
+ * calls `addRateLimited(key)` before `done`, and one that succeeded calls `forget(key)`.
  *
  * Guarantees:
- * - Fair: keys are handed out in the order they were added; waiting workers are served in
- *   the order they called `get`.
- * - De-duplicating: a key added many times before a worker gets it is handed out once.
+ * - Highest priority first, FIFO within one: `get` hands out the waiting key of the highest
+ *   priority, and of those the one added first; waiting workers are served in the order
+ *   they called `get`. With `priorities: false` every key is at one priority: plain FIFO.
+ * - De-duplicating: a key added many times before a worker gets it is handed out once, at
+ *   the highest priority it was added with. A key whose priority rises goes to the back of
+ *   its new priority's FIFO (as in controller-runtime); otherwise it keeps its place.
  * - One worker per key: a key is never handed out again until `done(key)`. If it is added
- *   while being processed it is queued again on `done`, so no change is lost.
- * - Delayed adds: `addAfter` adds the key when the delay has passed; when a key is already
- *   waiting, the earlier time wins.
+ *   while being processed it is queued again on `done`, at the highest priority it was
+ *   added with meanwhile, so no change is lost.
+ * - Delayed adds: `addAfter` adds the key at its priority when the delay has passed; when a
+ *   key is already waiting for a delayed add, the earlier time and the higher priority win.
  * - Shutdown: after `shutDown` adds are ignored, delayed adds are dropped, keys already
  *   queued are still handed out, and once none are left `get` resolves
  *   `{ shutdown: true }`. `shutDownWithDrain` also waits until every key handed out is done.
  *
- * Assumptions: every key returned by `get` is eventually passed to `done`.
+ * Assumptions: every key returned by `get` is eventually passed to `done`; a queue uses a
+ * few distinct priorities (each costs a little on its first use).
  *
  * Caveats: the queue holds a timer only while delayed keys wait or (with the
- * `unfinishedWork` hook) while keys are processed; call `shutDown` to drop those.
+ * `unfinishedWork` hook) while keys are processed; call `shutDown` to drop those. A delayed
+ * add does not touch the key while it waits: it neither raises the priority of the key
+ * already queued nor is absorbed by it (controller-runtime's priority queue does both).
  *
- * Errors: `addAfter` throws `RangeError` for a delay that is not a finite number.
+ * Errors: `add`, `addAfter` and `addRateLimited` throw `RangeError` for a priority that is
+ * not a finite number, `addAfter` also for a delay that is not one.
  *
  * @typeParam K The key type.
  *
@@ -157,6 +213,20 @@ const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown:
  * await worker;
  * if (seen.join() !== "default/a,default/b") throw new Error(`Unexpected keys "${seen}"`);
  * ```
+ *
+ * @example Changes before the initial list
+ * ```ts
+ * import { LOW_PRIORITY, WorkQueue } from "./workqueue.ts";
+ *
+ * const queue = new WorkQueue<string>();
+ * queue.add("default/a", { priority: LOW_PRIORITY }); // from the initial list
+ * queue.add("default/b", { priority: LOW_PRIORITY });
+ * queue.add("default/c"); // a change: default priority 0
+ * queue.add("default/b"); // changed too: rises to 0, behind default/c
+ * if (queue.waiting().join() !== "default/c,default/b,default/a") {
+ *   throw new Error(`Unexpected order "${queue.waiting()}"`);
+ * }
+ * ```
  */
 export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> {
   #name: string;
@@ -164,11 +234,13 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   #rateLimiter: RateLimiter<K>;
   #metrics?: WorkQueueMetrics<K>;
   #periodMs: number;
-  // FIFO of keys ready for a worker; entries before #head are consumed.
-  #queue: (K | undefined)[] = [];
-  #head = 0;
-  // Keys that need processing, with the time they became dirty (0 without metrics).
-  #dirty = new Map<K, number>();
+  #priorities: boolean;
+  // Keys ready for a worker, by priority.
+  #ready = new ReadyQueue<Dirty<K>>();
+  // Keys that need processing: the queued ones and those re-added while being processed.
+  #dirty = new Map<K, Dirty<K>>();
+  // With a depth hook: the number of dirty keys per priority.
+  #depths = new Map<number, number>();
   // Keys handed to a worker and not yet done, with the time they were handed out.
   #processing = new Map<K, number>();
   #getters: Getter<K>[] = [];
@@ -186,7 +258,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   /**
    * Creates an empty queue.
    *
-   * @param options Name, clock, rate limiter and metrics hooks.
+   * @param options Name, clock, rate limiter, metrics hooks and whether priorities count.
    * @throws {RangeError} When `unfinishedWorkPeriodMs` is not a positive finite number.
    */
   constructor(options: WorkQueueOptions<K> = {}) {
@@ -195,6 +267,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     this.#rateLimiter = options.rateLimiter ??
       defaultControllerRateLimiter<K>({ clock: this.#clock });
     this.#metrics = options.metrics;
+    this.#priorities = options.priorities ?? true;
     this.#periodMs = options.unfinishedWorkPeriodMs ?? 500;
     if (!(this.#periodMs > 0 && this.#periodMs < Infinity)) {
       throw new RangeError(
@@ -227,40 +300,58 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * @returns The queue length.
    */
   len(): number {
-    return this.#queue.length - this.#head;
+    return this.#ready.size;
   }
 
   /**
-   * The keys waiting for a worker, in queue order (what {@linkcode WorkQueue.len} counts).
+   * The keys waiting for a worker, in the order {@linkcode WorkQueue.get} hands them out
+   * (what {@linkcode WorkQueue.len} counts).
    *
    * @returns A copy.
    */
   waiting(): K[] {
-    return this.#queue.slice(this.#head) as K[];
+    const keys: K[] = [];
+    for (const entry of this.#ready) keys.push(entry.key);
+    return keys;
   }
 
   /**
-   * Marks `key` as needing processing. Does nothing if it is already waiting or the queue
-   * is shutting down; if it is being processed it is queued again on `done`.
+   * Marks `key` as needing processing. Does nothing if the queue is shutting down; a key
+   * already waiting keeps its place unless `priority` is higher than its own, which moves
+   * it to the back of that priority's keys; a key being processed is queued again on
+   * `done`.
    *
    * @param key The key to add.
+   * @param options The key's priority.
+   * @throws {RangeError} When `priority` is not a finite number.
+   *
+   * @example Priorities and de-duplication
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   *
+   * const queue = new WorkQueue<string>();
+   * queue.add("default/a");
+   * queue.add("default/b", { priority: 10 });
+   * queue.add("default/a", { priority: -5 }); // keeps 0, the higher
+   * const first = await queue.get();
+   * if (first.key !== "default/b") throw new Error(`Got "${first.key}" first`);
+   * queue.done(first.key);
+   * ```
    */
-  add(key: K): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
-    const metrics = this.#metrics;
-    this.#dirty.set(key, metrics ? this.#clock.now() : 0);
-    metrics?.add?.(key);
-    metrics?.depth?.(this.#dirty.size);
-    if (!this.#processing.has(key)) this.#push(key);
+  add(key: K, options?: WorkQueueAddOptions): void {
+    const priority = options === undefined ? DEFAULT_PRIORITY : this.#priority(options, "add");
+    if (!this.#shuttingDown) this.#add(key, priority);
   }
 
   /**
-   * Adds `key` once `ms` milliseconds have passed. If the key is already waiting for a
-   * delayed add, the earlier of the two times is kept.
+   * Adds `key` once `ms` milliseconds have passed, at `priority`. If the key is already
+   * waiting for a delayed add, the earlier of the two times and the higher of the two
+   * priorities are kept.
    *
    * @param key The key to add.
    * @param ms The delay in milliseconds; `0` or less adds at once.
-   * @throws {RangeError} When `ms` is not a finite number.
+   * @param options The key's priority once the delay has passed.
+   * @throws {RangeError} When `ms` or `priority` is not a finite number.
    *
    * @example Requeueing after a fixed time
    * ```ts
@@ -276,29 +367,38 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * clock.tick(1);
    * if (queue.len() !== 1) throw new Error("Not added after 1 s");
    * ```
+   *
+   * @example A delayed add keeps the higher priority
+   * ```ts
+   * import { WorkQueue } from "./workqueue.ts";
+   * import { FakeClock } from "../../testing/fake_clock.ts";
+   *
+   * const clock = new FakeClock();
+   * const queue = new WorkQueue<string>({ clock });
+   * queue.addAfter("default/a", 1_000, { priority: 5 });
+   * queue.addAfter("default/a", 2_000); // later and lower: changes nothing
+   * queue.addAfter("default/b", 1_000);
+   * clock.tick(1_000);
+   * if (queue.waiting().join() !== "default/a,default/b") throw new Error(`${queue.waiting()}`);
+   * ```
    */
-  addAfter(key: K, ms: number): void {
+  addAfter(key: K, ms: number, options?: WorkQueueAddOptions): void {
     if (!Number.isFinite(ms)) {
       throw new RangeError(
         `Cannot add to work queue "${this.#name}" after delay: ms must be finite, got "${ms}"`,
       );
     }
-    if (this.#shuttingDown) return;
-    this.#metrics?.retry?.(key);
-    if (ms <= 0) return this.add(key);
-    const readyAt = this.#clock.now() + ms;
-    const existing = this.#waiting.get(key);
-    if (existing !== undefined && existing.readyAt <= readyAt) return;
-    const entry: Delayed<K> = { key, readyAt, seq: this.#seq++ };
-    this.#waiting.set(key, entry);
-    heapPush(this.#heap, entry);
-    this.#armDelayTimer();
+    const priority = options === undefined ? DEFAULT_PRIORITY : this.#priority(options, "add");
+    if (!this.#shuttingDown) this.#addAfter(key, ms, priority);
   }
 
   /**
-   * Adds `key` after the delay the rate limiter decides, counting one more retry of it.
+   * Adds `key` after the delay the rate limiter decides, at `priority`, counting one more
+   * retry of it.
    *
    * @param key The key to retry.
+   * @param options The key's priority once the delay has passed.
+   * @throws {RangeError} When `priority` is not a finite number.
    *
    * @example Retrying with backoff, resetting on success
    * ```ts
@@ -316,9 +416,10 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * queue.done("default/a");
    * ```
    */
-  addRateLimited(key: K): void {
+  addRateLimited(key: K, options?: WorkQueueAddOptions): void {
+    const priority = options === undefined ? DEFAULT_PRIORITY : this.#priority(options, "add");
     if (this.#shuttingDown) return;
-    this.addAfter(key, this.#rateLimiter.when(key));
+    this.#addAfter(key, this.#rateLimiter.when(key), priority);
   }
 
   /**
@@ -342,8 +443,9 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   /**
-   * Waits for a key to process. The key stays reserved for the caller until
-   * {@linkcode WorkQueue.done} is called with it.
+   * Waits for a key to process: the waiting key of the highest priority, first added among
+   * those. The key stays reserved for the caller until {@linkcode WorkQueue.done} is called
+   * with it.
    *
    * @param options An abort signal to stop waiting.
    * @returns The next key, or `{ shutdown: true }` once the queue is shut down and empty.
@@ -363,9 +465,8 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * ```
    */
   get(options: WorkQueueGetOptions = {}): Promise<WorkQueueItem<K>> {
-    if (this.#head < this.#queue.length) {
-      return Promise.resolve({ key: this.#start(this.#shift()), shutdown: false });
-    }
+    const entry = this.#ready.shift();
+    if (entry !== undefined) return Promise.resolve({ key: this.#start(entry), shutdown: false });
     if (this.#shuttingDown) return Promise.resolve(SHUTDOWN);
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -385,8 +486,9 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   /**
-   * Releases `key` after processing. If it was added again meanwhile it is queued again.
-   * Calling it for a key that is not being processed does nothing.
+   * Releases `key` after processing. If it was added again meanwhile it is queued again, at
+   * the highest priority it was added with meanwhile. Calling it for a key that is not
+   * being processed does nothing.
    *
    * @param key A key returned by {@linkcode WorkQueue.get}.
    */
@@ -394,7 +496,8 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
-    if (this.#dirty.has(key)) this.#push(key);
+    const dirty = this.#dirty.get(key);
+    if (dirty !== undefined) this.#push(dirty);
     this.#metrics?.workDuration?.((this.#clock.now() - started) / 1000, key);
     if (this.#processing.size === 0) {
       if (this.#unfinishedTimer !== undefined) {
@@ -482,34 +585,97 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     }
   }
 
-  // Queues a dirty key that is not being processed, or hands it to a waiting getter.
-  #push(key: K): void {
-    const getter = this.#getters.shift();
-    if (getter === undefined) {
-      this.#queue.push(key);
-      return;
+  // Checks an add's priority and applies `priorities: false`.
+  #priority(options: WorkQueueAddOptions, action: string): number {
+    const { priority = DEFAULT_PRIORITY } = options;
+    if (!Number.isFinite(priority)) {
+      throw new RangeError(
+        `Cannot ${action} to work queue "${this.#name}": priority must be a finite number, got "${priority}"`,
+      );
     }
-    // A getter only waits while the queue is empty, so handing over directly keeps FIFO.
-    getter.detach();
-    getter.resolve({ key: this.#start(key), shutdown: false });
+    return this.#priorities ? priority : DEFAULT_PRIORITY;
   }
 
-  #shift(): K {
-    const key = this.#queue[this.#head] as K;
-    this.#queue[this.#head++] = undefined;
-    if (this.#head === this.#queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
+  #add(key: K, priority: number): void {
+    const dirty = this.#dirty.get(key);
+    if (dirty !== undefined) {
+      if (priority > dirty.priority) this.#raise(dirty, priority);
+      return;
     }
-    return key;
+    const metrics = this.#metrics;
+    const entry: Dirty<K> = {
+      key,
+      priority,
+      addedAt: metrics ? this.#clock.now() : 0,
+      queued: false,
+    };
+    this.#dirty.set(key, entry);
+    if (metrics !== undefined) {
+      metrics.add?.(key, priority);
+      if (metrics.depth) this.#countDepth(priority, 1);
+    }
+    if (!this.#processing.has(key)) this.#push(entry);
+  }
+
+  // A dirty key asked for at a higher priority: a queued one moves to the back of that
+  // priority's FIFO (a new entry; the old one is skipped), one being processed records it.
+  #raise(dirty: Dirty<K>, priority: number): void {
+    const old = dirty.priority;
+    if (dirty.queued) {
+      this.#ready.remove(dirty);
+      const entry: Dirty<K> = { key: dirty.key, priority, addedAt: dirty.addedAt, queued: false };
+      this.#dirty.set(dirty.key, entry);
+      this.#ready.push(entry);
+    } else {
+      dirty.priority = priority;
+    }
+    if (this.#metrics?.depth) {
+      this.#countDepth(old, -1);
+      this.#countDepth(priority, 1);
+    }
+  }
+
+  #addAfter(key: K, ms: number, priority: number): void {
+    this.#metrics?.retry?.(key);
+    if (ms <= 0) return this.#add(key, priority);
+    const readyAt = this.#clock.now() + ms;
+    const existing = this.#waiting.get(key);
+    if (existing !== undefined) {
+      // Only the time orders the heap, so a priority can rise in place.
+      if (existing.readyAt <= readyAt) {
+        existing.priority = Math.max(existing.priority, priority);
+        return;
+      }
+      priority = Math.max(existing.priority, priority);
+    }
+    const entry: Delayed<K> = { key, readyAt, seq: this.#seq++, priority };
+    this.#waiting.set(key, entry);
+    heapPush(this.#heap, entry);
+    this.#armDelayTimer();
+  }
+
+  #countDepth(priority: number, delta: number): void {
+    const depth = (this.#depths.get(priority) ?? 0) + delta;
+    if (depth === 0) this.#depths.delete(priority);
+    else this.#depths.set(priority, depth);
+    this.#metrics!.depth!(depth, priority);
+  }
+
+  // Queues a dirty key that is not being processed, or hands it to a waiting getter.
+  #push(entry: Dirty<K>): void {
+    const getter = this.#getters.shift();
+    if (getter === undefined) {
+      this.#ready.push(entry);
+      return;
+    }
+    // A getter only waits while the queue is empty, so handing over directly keeps order.
+    getter.detach();
+    getter.resolve({ key: this.#start(entry), shutdown: false });
   }
 
   // Moves a key from dirty to processing.
-  #start(key: K): K {
-    const addedAt = this.#dirty.get(key)!;
+  #start(entry: Dirty<K>): K {
+    const key = entry.key;
     this.#dirty.delete(key);
     const metrics = this.#metrics;
     if (metrics === undefined) {
@@ -518,8 +684,8 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     }
     const now = this.#clock.now();
     this.#processing.set(key, now);
-    metrics.depth?.(this.#dirty.size);
-    metrics.queueDuration?.((now - addedAt) / 1000, key);
+    if (metrics.depth) this.#countDepth(entry.priority, -1);
+    metrics.queueDuration?.((now - entry.addedAt) / 1000, key);
     if (metrics.unfinishedWork && this.#unfinishedTimer === undefined) {
       this.#unfinishedTimer = this.#clock.setTimeout(this.#reportUnfinished, this.#periodMs);
     }
@@ -565,7 +731,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     for (let next = this.#peekDelayed(); next && next.readyAt <= now; next = this.#peekDelayed()) {
       heapPop(this.#heap);
       this.#waiting.delete(next.key);
-      this.add(next.key);
+      this.#add(next.key, next.priority);
     }
     this.#armDelayTimer();
   };

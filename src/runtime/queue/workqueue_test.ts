@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../testing/fake_clock.ts";
 import { exponentialRateLimiter } from "./rate_limiter.ts";
-import { WorkQueue, type WorkQueueItem, type WorkQueueOptions } from "./workqueue.ts";
+import {
+  DEFAULT_PRIORITY,
+  LOW_PRIORITY,
+  WorkQueue,
+  type WorkQueueItem,
+  type WorkQueueOptions,
+} from "./workqueue.ts";
 
 const flush = FakeClock.runMicrotasks;
 
@@ -352,4 +358,233 @@ Deno.test("WorkQueue reports metrics through hooks", async () => {
 
 Deno.test("WorkQueue rejects a bad unfinished-work period", () => {
   assert.throws(() => new WorkQueue({ unfinishedWorkPeriodMs: 0 }), RangeError);
+});
+
+// --- Priorities -----------------------------------------------------------------------
+
+Deno.test("WorkQueue priorities: highest first, FIFO within one", async () => {
+  const { queue } = setup();
+  queue.add("low1", { priority: LOW_PRIORITY });
+  queue.add("mid1");
+  queue.add("high1", { priority: 10 });
+  queue.add("low2", { priority: LOW_PRIORITY });
+  queue.add("mid2", { priority: DEFAULT_PRIORITY });
+  queue.add("high2", { priority: 10 });
+  queue.add("frac", { priority: 0.5 });
+  const order = ["high1", "high2", "frac", "mid1", "mid2", "low1", "low2"];
+  assert.deepEqual(queue.waiting(), order, "waiting() is the hand-out order");
+  assert.equal(queue.len(), 7);
+  assert.deepEqual(await takeAll(queue), order);
+  assert.equal(queue.len(), 0);
+});
+
+Deno.test("WorkQueue priorities: a waiting key keeps the higher priority; a rise moves it to the back", async () => {
+  const { queue } = setup();
+  queue.add("a");
+  queue.add("b");
+  queue.add("c");
+  queue.add("a", { priority: LOW_PRIORITY }); // lower: a keeps 0 and its place
+  assert.deepEqual(queue.waiting(), ["a", "b", "c"]);
+  queue.add("x", { priority: 5 });
+  queue.add("b", { priority: 5 }); // higher: b moves behind x at 5
+  assert.deepEqual(queue.waiting(), ["x", "b", "a", "c"]);
+  queue.add("b", { priority: 5 }); // same: keeps its place
+  queue.add("x"); // lower: keeps 5
+  assert.deepEqual(queue.waiting(), ["x", "b", "a", "c"]);
+  assert.equal(queue.len(), 4);
+  assert.deepEqual(await takeAll(queue), ["x", "b", "a", "c"]);
+});
+
+Deno.test("WorkQueue priorities: many rises and 10,000 keys keep order and length", async () => {
+  const { queue } = setup<number>();
+  const n = 10_000;
+  for (let i = 0; i < n; i++) queue.add(i, { priority: LOW_PRIORITY });
+  // Three keys in four rise to 0, in descending order (past the low FIFO's compaction of
+  // the slots they leave); multiples of 4 stay low.
+  for (let i = n - 1; i >= 0; i--) if (i % 4) queue.add(i);
+  assert.equal(queue.len(), n);
+  const keys = Array.from({ length: n }, (_, i) => n - 1 - i);
+  const risen = keys.filter((i) => i % 4);
+  const low = keys.filter((i) => i % 4 === 0).reverse();
+  assert.deepEqual(queue.waiting(), [...risen, ...low]);
+  const got: number[] = [];
+  for (let i = 0; i < 100; i++) got.push(await key(queue));
+  queue.add(-1, { priority: LOW_PRIORITY }); // behind every low key already waiting
+  got.push(...await takeAll(queue));
+  assert.deepEqual(got, [...risen, ...low, -1]);
+});
+
+Deno.test("WorkQueue priorities: a key re-added while processed is queued on done at the highest priority asked meanwhile", async () => {
+  const { queue } = setup();
+  queue.add("a", { priority: 10 });
+  assert.equal(await key(queue), "a");
+  queue.add("a", { priority: LOW_PRIORITY }); // not the 10 it was handed out with
+  queue.add("b");
+  queue.add("a", { priority: -5 });
+  assert.deepEqual(queue.waiting(), ["b"], "a waits for done");
+  queue.done("a");
+  queue.add("c", { priority: -5 }); // after a at -5
+  assert.deepEqual(queue.waiting(), ["b", "a", "c"]);
+  queue.add("a", { priority: 1 }); // queued again: a rise moves it up
+  assert.deepEqual(await takeAll(queue), ["a", "b", "c"]);
+});
+
+Deno.test("WorkQueue priorities: delayed adds enter with their priority; earlier time and higher priority win", async () => {
+  const { clock, queue } = setup();
+  queue.add("now-low", { priority: LOW_PRIORITY });
+  queue.addAfter("a", 20, { priority: 1 });
+  queue.addAfter("a", 10); // earlier: 10 ms, keeps priority 1
+  queue.addAfter("b", 10, { priority: LOW_PRIORITY });
+  queue.addAfter("b", 30, { priority: 7 }); // later: keeps 10 ms, priority rises to 7
+  queue.addAfter("c", 10);
+  queue.addAfter("d", 0, { priority: 3 }); // at once
+  assert.deepEqual(queue.waiting(), ["d", "now-low"]);
+  clock.tick(9);
+  assert.equal(queue.len(), 2);
+  clock.tick(1);
+  assert.deepEqual(queue.waiting(), ["b", "d", "a", "c", "now-low"]);
+  clock.tick(100);
+  assert.equal(queue.len(), 5, "the superseded times add nothing");
+  assert.deepEqual(await takeAll(queue), ["b", "d", "a", "c", "now-low"]);
+  assert.equal(clock.pending, 0);
+  assert.throws(
+    () => queue.addAfter("a", 5, { priority: NaN }),
+    /priority must be a finite number, got "NaN"/,
+  );
+  assert.throws(() => queue.add("a", { priority: Infinity }), RangeError);
+  assert.throws(() => queue.addRateLimited("a", { priority: -Infinity }), RangeError);
+  assert.equal(queue.numRequeues("a"), 0, "a rejected retry is not counted");
+});
+
+Deno.test("WorkQueue priorities: a delayed add neither raises nor is absorbed by the queued key", async () => {
+  const { clock, queue } = setup();
+  queue.add("a", { priority: LOW_PRIORITY });
+  queue.add("b", { priority: LOW_PRIORITY });
+  queue.addAfter("b", 10, { priority: 5 });
+  assert.deepEqual(queue.waiting(), ["a", "b"], "b's delayed priority applies once due");
+  clock.tick(10);
+  assert.deepEqual(queue.waiting(), ["b", "a"]);
+  assert.deepEqual(await takeAll(queue), ["b", "a"]);
+});
+
+Deno.test("WorkQueue priorities: addRateLimited retries at its priority", async () => {
+  const { clock, queue } = setup({ rateLimiter: exponentialRateLimiter({ baseDelayMs: 5 }) });
+  queue.add("x");
+  queue.addRateLimited("a", { priority: 2 });
+  queue.addRateLimited("b", { priority: LOW_PRIORITY });
+  queue.addRateLimited("c");
+  clock.tick(4);
+  assert.deepEqual(queue.waiting(), ["x"]);
+  clock.tick(1);
+  assert.deepEqual(await takeAll(queue), ["a", "x", "c", "b"]);
+  assert.equal(queue.numRequeues("a"), 1);
+});
+
+Deno.test("WorkQueue priorities: off, every key is at one priority (FIFO)", async () => {
+  const events: string[] = [];
+  const { clock, queue } = setup({
+    priorities: false,
+    metrics: {
+      add: (k, p) => events.push(`add ${k} ${p}`),
+      depth: (n, p) => events.push(`depth ${n} ${p}`),
+    },
+  });
+  queue.add("a", { priority: LOW_PRIORITY });
+  queue.add("b", { priority: 10 });
+  queue.add("a", { priority: 100 }); // de-duplicated, no move
+  queue.addAfter("c", 5, { priority: 50 });
+  queue.add("d");
+  clock.tick(5);
+  assert.deepEqual(queue.waiting(), ["a", "b", "d", "c"]);
+  assert.deepEqual(await takeAll(queue), ["a", "b", "d", "c"]);
+  assert.throws(() => queue.add("a", { priority: NaN }), RangeError, "still checked");
+  assert.deepEqual(events, [
+    "add a 0",
+    "depth 1 0",
+    "add b 0",
+    "depth 2 0",
+    "add d 0",
+    "depth 3 0",
+    "add c 0",
+    "depth 4 0",
+    "depth 3 0",
+    "depth 2 0",
+    "depth 1 0",
+    "depth 0 0",
+  ]);
+});
+
+Deno.test("WorkQueue priorities: shutdown still hands out queued keys in priority order, then drains", async () => {
+  const { clock, queue } = setup();
+  queue.add("low", { priority: LOW_PRIORITY });
+  queue.add("mid");
+  assert.equal(await key(queue), "mid");
+  queue.add("high", { priority: 9 });
+  queue.addAfter("later", 5, { priority: 100 });
+  const drained = track(queue.shutDownWithDrain());
+  queue.add("ignored", { priority: 1_000 });
+  clock.tick(5);
+  assert.deepEqual(queue.waiting(), ["high", "low"], "delayed dropped, later adds ignored");
+  assert.equal(await key(queue), "high");
+  assert.equal(await key(queue), "low");
+  assert.deepEqual(await queue.get(), { key: undefined, shutdown: true });
+  queue.done("mid");
+  queue.done("high");
+  await flush();
+  assert.equal(drained.settled, false, "low is still in flight");
+  queue.done("low");
+  await flush();
+  assert.equal(drained.settled, true);
+});
+
+Deno.test("WorkQueue priorities: metrics report depth per priority", async () => {
+  const events: string[] = [];
+  const depths = new Map<number | undefined, number>();
+  const { clock, queue } = setup({
+    metrics: {
+      add: (k, p) => events.push(`add ${k} ${p}`),
+      depth: (n, p) => {
+        events.push(`depth ${n} ${p}`);
+        depths.set(p, n);
+      },
+      queueDuration: (s, k) => events.push(`queue ${k} ${s}`),
+    },
+  });
+  queue.add("a", { priority: LOW_PRIORITY });
+  queue.add("b", { priority: LOW_PRIORITY });
+  queue.add("c");
+  queue.add("a"); // rises: depth moves, no add
+  queue.add("a"); // no change: nothing
+  clock.tick(10);
+  assert.equal(await key(queue), "c");
+  queue.add("c", { priority: 3 }); // while processing: counted at 3
+  queue.add("c", { priority: 4 }); // rises while processing: moves to 4
+  queue.addAfter("d", 5, { priority: 2 });
+  clock.tick(5);
+  assert.deepEqual(events, [
+    "add a -100",
+    "depth 1 -100",
+    "add b -100",
+    "depth 2 -100",
+    "add c 0",
+    "depth 1 0",
+    "depth 1 -100",
+    "depth 2 0",
+    "depth 1 0",
+    "queue c 0.01",
+    "add c 3",
+    "depth 1 3",
+    "depth 0 3",
+    "depth 1 4",
+    "add d 2",
+    "depth 1 2",
+  ]);
+  assert.deepEqual(
+    [...depths].filter(([, n]) => n > 0).sort(([p], [q]) => p! - q!),
+    [[-100, 1], [0, 1], [2, 1], [4, 1]],
+    "b low, a at 0, d at 2, c (in flight) at 4",
+  );
+  queue.done("c");
+  assert.deepEqual(await takeAll(queue), ["c", "d", "a", "b"]);
+  assert.deepEqual([...depths.values()].filter((n) => n !== 0), [], "every priority back to 0");
 });
