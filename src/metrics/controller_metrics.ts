@@ -28,6 +28,12 @@ export interface ControllerMetrics {
   reconciled(result: ReconcileResultLabel, seconds: number, terminal?: boolean): void;
   /** A reconcile threw instead of returning (`controller_runtime_reconcile_panics_total`). */
   panicked(): void;
+  /**
+   * A reconcile ran past the controller's `timeoutMs` and was cut
+   * (`controller_runtime_reconcile_timeouts_total`); it is also reported to `reconciled` as
+   * an `error`.
+   */
+  timedOut(): void;
   /** Sets `controller_runtime_max_concurrent_reconciles`. */
   maxConcurrentReconciles(n: number): void;
   /** A worker started (+1) or finished (-1) a reconcile: `controller_runtime_active_workers`. */
@@ -132,6 +138,11 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
     help: "Total number of reconciliation panics per controller",
     labelNames: ["controller"],
   });
+  const timeouts = registry.counter({
+    name: "controller_runtime_reconcile_timeouts_total",
+    help: "Total number of reconciliation timeouts per controller",
+    labelNames: ["controller"],
+  });
   const time = registry.histogram({
     name: "controller_runtime_reconcile_time_seconds",
     help: "Length of time per reconciliation per controller",
@@ -155,6 +166,7 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
   errors.inc(c, 0);
   terminal.inc(c, 0);
   panics.inc(c, 0);
+  timeouts.inc(c, 0);
   active.set(c, 0);
   return {
     reconciled(result, seconds, isTerminal = false) {
@@ -164,6 +176,7 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
       if (isTerminal) terminal.inc(c);
     },
     panicked: () => panics.inc(c),
+    timedOut: () => timeouts.inc(c),
     maxConcurrentReconciles: (n) => workers.set(c, n),
     activeWorkers: (delta) => active.inc(c, delta),
   };

@@ -148,6 +148,7 @@ Deno.test("controller-runtime metrics: names, labels, buckets and values from re
   m.reconciled("requeue_after", 0.001);
   m.reconciled("error", 1.1);
   m.reconciled("error", 0.5, true);
+  m.timedOut();
   m.activeWorkers(-1);
   const clock = new FakeClock(0);
   const queue = new WorkQueue<string>({
@@ -188,6 +189,7 @@ Deno.test("controller-runtime metrics: names, labels, buckets and values from re
   assert.equal(value(total, { ...c, result: "requeue_after" }), 1);
   assert.equal(value(p.get("controller_runtime_reconcile_errors_total"), c), 2);
   assert.equal(value(p.get("controller_runtime_terminal_reconcile_errors_total"), c), 1);
+  assert.equal(value(p.get("controller_runtime_reconcile_timeouts_total"), c), 1);
   assert.equal(value(p.get("controller_runtime_max_concurrent_reconciles"), c), 2);
   assert.equal(value(p.get("controller_runtime_active_workers"), c), 0);
   assert.equal(p.get("controller_runtime_reconcile_time_seconds")?.type, "HISTOGRAM");

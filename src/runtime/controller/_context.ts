@@ -63,6 +63,7 @@ export interface ContextInit<T extends KubeObject> {
   cached: T;
   /** Reads from the controller's cache. */
   cache: CacheReader;
+  /** `ctx.signal`: the attempt's; once it aborted, every write is refused unsent. */
   signal: AbortSignal;
   /** The controller's own last writes, to skip writing them again. */
   memory?: WriteMemory;
@@ -152,12 +153,16 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   // the primary refused with 409 was computed from a state someone else has changed since:
   // the server's version is learned and recorded, so that the retry (after the work queue's
   // backoff) waits for the cache to show it instead of failing on the same stale state.
+  // Nothing is sent once the signal aborted (the attempt ran past its `timeoutMs`, or the
+  // shutdown gave up on it): the runner no longer waits for this attempt and may already run
+  // the next one of this key, which a late write of this one would overwrite.
   const write = async <R extends KubeObject | undefined>(
     kind: Resource<any>,
     op: OwnWriteOp,
     target: { name: string; namespace: string | undefined; uid?: string },
     send: () => Promise<R>,
   ): Promise<R> => {
+    signal.throwIfAborted();
     const primary = isPrimary(kind, { metadata: target });
     const base = op === "write" ? baseOf(kind, target.name, target.namespace) : undefined;
     const settle = tracking?.begin(kind);

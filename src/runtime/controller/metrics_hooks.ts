@@ -62,6 +62,11 @@ export interface ControllerMetricsHooks {
   cacheLag?(controller: string, outcome: "deferred" | "expired"): void;
   /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
   reconcile?(sample: ReconcileSample): void;
+  /**
+   * A reconcile ran past the controller's `timeoutMs` and was cut (it is also reported to
+   * `reconcile` as an `error`): `controller_runtime_reconcile_timeouts_total`.
+   */
+  timeout?(controller: string): void;
   /** Workers busy now: `controller_runtime_active_workers`. */
   activeWorkers?(controller: string, active: number): void;
   /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */

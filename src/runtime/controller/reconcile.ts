@@ -36,6 +36,11 @@
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
  *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
  *   recorded as a Warning Event on the object).
+ * - With `timeoutMs`, no reconcile holds a worker longer than that: past it, `ctx.signal`
+ *   aborts, the context sends no more writes, and the key is retried after its backoff
+ *   while the worker serves other keys. The abandoned call may still be running when the
+ *   retry starts (a promise cannot be stopped from outside); since it can no longer write
+ *   through `ctx`, the retry is still the only one acting for the key.
  *
  * @module
  */
@@ -146,7 +151,14 @@ export interface ReconcileContext<T extends KubeObject> {
   readonly key: string;
   /** A reference to the primary object. */
   readonly ref: ObjectRef;
-  /** Aborted when the manager gives up waiting for in-flight work at shutdown. */
+  /**
+   * Aborted when this reconcile ran past the controller's `timeoutMs` (with a
+   * `TimeoutError` naming the key and the bound), or when the manager gives up waiting for
+   * in-flight work at shutdown. Once it aborted, the context's writes (`apply`, `create`,
+   * `update`, `patch`, `delete`, `patchStatus`, `setCondition`, the finalizer's) reject
+   * with its reason unsent. Pass it to your own `fetch`es and to every `ctx.client` call,
+   * and check `ctx.signal.throwIfAborted()` in loops.
+   */
   readonly signal: AbortSignal;
   /**
    * Server-side applies `obj` with the controller's field manager (forcing ownership of
@@ -367,6 +379,22 @@ export interface ReconcileOptions<T extends KubeObject> {
    */
   maxConcurrent?: number;
   /**
+   * A bound on one reconcile (or finalize) call, in milliseconds — the equivalent of
+   * controller-runtime's `ReconciliationTimeout`. When it passes, `ctx.signal` aborts with a
+   * `TimeoutError` naming the key and the bound; from then on the context refuses to send
+   * writes, the attempt counts as failed (logged, `controller_runtime_reconcile_timeouts_total`
+   * and retried after the key's backoff, like a thrown error), and the worker is free at once
+   * for other keys: the runner stops waiting for the attempt and ignores how it ends.
+   *
+   * A reconcile honours it by passing `ctx.signal` on: to `fetch(url, { signal: ctx.signal })`,
+   * to every `ctx.client` call (`{ signal: ctx.signal }`), to its own waits; and by calling
+   * `ctx.signal.throwIfAborted()` in loops. Work that does not look at the signal goes on
+   * running after the bound, possibly while the key's retry runs: only its writes through
+   * `ctx` are stopped, not what it sends elsewhere (`ctx.client` without the signal included).
+   * @default no bound (as controller-runtime)
+   */
+  timeoutMs?: number;
+  /**
    * Controller name: in logs, metrics, the work queue and Events.
    * @default the kind lower-cased
    */
@@ -406,6 +434,8 @@ export interface Controller<T extends KubeObject = any> {
   readonly finalizer?: string;
   /** Reconciles running at once. */
   readonly maxConcurrent: number;
+  /** The bound on one reconcile in milliseconds, if any (see `ReconcileOptions.timeoutMs`). */
+  readonly timeoutMs?: number;
   /** Field manager of the controller's writes. */
   readonly fieldManager: string;
   /** The reconcile function. */
@@ -423,12 +453,13 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  * @typeParam T The primary object type, inferred from `resource`.
  * @param resource The primary kind, e.g. one made with `defineResource`.
  * @param options The `reconcile` function, and optionally `finalize` + `finalizer`, `owns`,
- * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `name` and
- * `fieldManager`.
+ * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `timeoutMs`,
+ * `name` and `fieldManager`.
  * @returns A frozen controller description for a manager to run.
  * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, the
  * finalizer is not a qualified name, or a kind is declared twice with different scopes.
- * @throws {RangeError} When `maxConcurrent` is not a positive integer.
+ * @throws {RangeError} When `maxConcurrent` is not a positive integer, or `timeoutMs` not a
+ * positive finite number.
  *
  * @example A controller that owns ConfigMaps
  * ```ts
@@ -509,6 +540,12 @@ export function reconcile<T extends KubeObject>(
       `Cannot define controller "${name}": maxConcurrent must be a positive integer, got "${maxConcurrent}"`,
     );
   }
+  const { timeoutMs } = options;
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new RangeError(
+      `Cannot define controller "${name}": timeoutMs must be a positive finite number, got "${timeoutMs}"`,
+    );
+  }
   for (const w of options.watches ?? []) {
     if (typeof w.map !== "function") {
       throw new TypeError(
@@ -537,6 +574,7 @@ export function reconcile<T extends KubeObject>(
     predicates: Object.freeze([...(options.predicates ?? [])]),
     ...(finalizer !== undefined ? { finalizer, finalize } : {}),
     maxConcurrent,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     fieldManager: options.fieldManager ?? name,
     reconcile: options.reconcile,
   });

@@ -53,3 +53,15 @@ Deno.test("requeue and TerminalError", () => {
   assert.equal(e.name, "TerminalError");
   assert.equal(e.cause, cause);
 });
+
+Deno.test("reconcile() takes a timeoutMs, off by default, and refuses a bad one", () => {
+  assert.equal(reconcile(Secret, { reconcile() {} }).timeoutMs, undefined);
+  assert.equal(reconcile(Secret, { reconcile() {}, timeoutMs: 1_500 }).timeoutMs, 1_500);
+  for (const timeoutMs of [0, -1, NaN, Infinity]) {
+    assert.throws(
+      () => reconcile(Secret, { reconcile() {}, timeoutMs }),
+      RangeError,
+      `timeoutMs ${timeoutMs}`,
+    );
+  }
+});

@@ -18,12 +18,21 @@
  * workers. A worker reads the key's object from the cache, builds its context
  * (`_context.ts`), runs reconcile (or finalize), and hands how it ended to one outcome switch
  * (`_outcome.ts`: forget, requeue after, retry with backoff, or not at all for a
- * `TerminalError`). `stop()` stops taking new keys, waits for in-flight reconciles up to a
- * deadline, and removes the handlers.
+ * `TerminalError`). With the controller's `timeoutMs`, each attempt is bounded
+ * (`_attempt.ts`): when the bound passes first, the attempt's `ctx.signal` aborts with a
+ * `TimeoutError` naming the key and the bound, the `timeout` hook counts it, and it goes to
+ * the outcome switch as that error (logged, retried after the key's backoff) at once: the
+ * worker takes the next key without waiting for the abandoned call. `stop()` stops taking
+ * new keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
  *
  * ## Guarantees
  *
- * - A key is never reconciled by two workers at once (the work queue's promise).
+ * - A key is never reconciled by two workers at once (the work queue's promise). With
+ *   `timeoutMs`, an attempt cut at its bound may still be running when the key's retry
+ *   starts, since a promise cannot be stopped from outside; but its context refuses every
+ *   write once its signal aborted, so only the retry writes for the key. The next attempt
+ *   waits for the cache to show what the cut one wrote before its bound, as after any
+ *   attempt.
  * - No reconcile starts before the controller's caches have synced, or after `stop()`.
  * - Objects absent from the cache are not reconciled.
  * - Each reconcile gets its own copy of the primary; cached objects stay frozen.
@@ -48,6 +57,20 @@
  *   failing reconcile's own partial writes never cut its backoff short.
  * - A write of the primary refused with 409 Conflict (someone else changed it) is retried
  *   after the work queue's backoff, once the cache shows the state the server holds now.
+ *
+ * ## Honouring `ctx.signal`
+ *
+ * The signal aborts at the attempt's `timeoutMs` or when `stop()` gives up waiting. A
+ * reconcile honours it by passing it on — `fetch(url, { signal: ctx.signal })`,
+ * `ctx.client.get(res, name, { signal: ctx.signal })` and every other `ctx.client` call, its
+ * own waits — and by calling `ctx.signal.throwIfAborted()` between steps of a loop. The
+ * context's own writes need nothing: they pass it, and refuse to start once it aborted.
+ *
+ * ## Caveats
+ *
+ * - What a cut attempt does outside the context goes on: requests made without the signal,
+ *   timers, other services. `ctx.events` is not fenced either (the recorder is shared).
+ * - {@linkcode ControllerRuntime.prototype.idle} and `stop()` count a cut attempt as ended.
  *
  * @module
  */
@@ -75,7 +98,8 @@ import { appliedKey, WriteMemory } from "./_write_memory.ts";
 import { isSharded, OwnWriteTracker, trackKey } from "./_own_write_tracker.ts";
 import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
-import { settle, type Settled } from "./_outcome.ts";
+import { settle } from "./_outcome.ts";
+import { boundedAttempt } from "./_attempt.ts";
 
 export type {
   ControllerMetricsHooks,
@@ -569,14 +593,19 @@ export class ControllerRuntime<T extends KubeObject> {
     // The reconcile's own copy: it may change it; the frozen cached object stays as the
     // server's state that "nothing changed" is judged against.
     const obj = structuredClone(cached);
-    const { handle, log } = this.#context(key, obj, cached);
+    // Bounded by `timeoutMs`: past it the attempt's signal aborts, its context refuses to
+    // write, and this worker stops waiting for it (it settles as a TimeoutError, retried
+    // after the key's backoff); however the abandoned call ends later is ignored.
+    const attempt = boundedAttempt({
+      key,
+      timeoutMs: this.controller.timeoutMs,
+      clock: this.#clock,
+      signal: this.#abort.signal,
+    });
+    const { handle, log } = this.#context(key, obj, cached, attempt.signal);
     const started = performance.now();
-    let settled: Settled;
-    try {
-      settled = { ok: true, result: await this.#run(obj, handle) };
-    } catch (error) {
-      settled = { ok: false, error };
-    }
+    const settled = await attempt.run(() => this.#run(obj, handle));
+    if (attempt.timedOut) this.#metrics?.timeout?.(this.controller.name);
     settle(key, settled, started, {
       controller: this.controller.name,
       queue: this.queue,
@@ -587,7 +616,12 @@ export class ControllerRuntime<T extends KubeObject> {
   }
 
   /** The context of one reconcile of `key`, and its logger. */
-  #context(key: string, obj: T, cached: T): { handle: ContextHandle<T>; log: Logger } {
+  #context(
+    key: string,
+    obj: T,
+    cached: T,
+    signal: AbortSignal,
+  ): { handle: ContextHandle<T>; log: Logger } {
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
     const log = this.#log.with({
@@ -606,7 +640,7 @@ export class ControllerRuntime<T extends KubeObject> {
       primary: obj,
       cached,
       cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
-      signal: this.#abort.signal,
+      signal,
       memory: this.#memory,
       tracking: this.#writes.tracking(key),
       owned: (kind, name, namespace) => {
