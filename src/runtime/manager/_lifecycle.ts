@@ -33,6 +33,11 @@ export class Lifecycle {
     return this.#startedGroups.size > 0;
   }
 
+  /** Whether `group` started. */
+  hasStarted(group: RunnableGroup): boolean {
+    return this.#startedGroups.has(group);
+  }
+
   /** The first failure reported, if any. */
   get failure(): Failure | undefined {
     return this.#failure;
@@ -67,7 +72,7 @@ export class Lifecycle {
    * Stops every runnable, started or not (a controller built at start holds a queue to shut
    * down), the groups in reverse order, each group's at once.
    */
-  async stopAll(): Promise<void> {
+  async stopAll(onStopped?: (group: RunnableGroup) => void): Promise<void> {
     this.#stopping = true;
     const reason = this.#failure?.urgent ? "urgent" : "stop";
     for (const group of [...RUNNABLE_GROUPS].reverse()) {
@@ -81,6 +86,7 @@ export class Lifecycle {
           });
         }
       }));
+      onStopped?.(group);
     }
   }
 

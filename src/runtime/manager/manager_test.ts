@@ -101,3 +101,24 @@ Deno.test("Manager: a startup hook that fails ends start() with its error and st
   await assert.rejects(manager.start(), /Widget is not installed/);
   assert.deepEqual(log, ["stop probes stop"], "stopped without having started");
 });
+
+Deno.test("Manager: a server that cannot start ends start() with its error before the caches run", async () => {
+  const log: string[] = [];
+  const manager = createManager({
+    client,
+    controllers: [reconcile(ConfigMap, { reconcile() {} })],
+    runnables: [
+      {
+        name: "probes",
+        group: "server",
+        start: () => Promise.reject(new Error("Cannot serve probes: the address is in use")),
+        stop: () => void log.push("stop probes"),
+      },
+      recording(log)("webhooks", "webhook"),
+    ],
+  });
+  await assert.rejects(manager.start(), /the address is in use/);
+  assert.deepEqual(log, ["stop webhooks stop", "stop probes"], "no later group started");
+  assert.equal(manager.informers?.size ?? 0, 1);
+  assert.equal([...manager.informers!.all()][0].hasSynced, false, "the informers never ran");
+});
