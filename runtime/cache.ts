@@ -41,6 +41,7 @@ export {
 export {
   Informer,
   informer,
+  type InformerEventInfo,
   type InformerHandlers,
   type InformerHealth,
   type InformerOptions,

@@ -35,6 +35,7 @@ export {
   type ReconcileResult,
   type Requeue,
   requeue,
+  type RequeueOptions,
   type StatusOf,
   TerminalError,
   type WatchSpec,

@@ -63,13 +63,26 @@ import type { ShardFilter } from "./shard_filter.ts";
 
 const log = getLogger(["kubeno", "informer"]);
 
+/** Where an event handed to {@linkcode InformerHandlers.onEvent} came from. */
+export interface InformerEventInfo {
+  /**
+   * The event comes from the informer's first list (or the first list after its shard
+   * changed): the object did not necessarily change, it was only first seen. A controller
+   * queues such keys at low priority, as client-go's `isInInitialList`.
+   */
+  readonly initialList: boolean;
+}
+
+const LIVE: InformerEventInfo = Object.freeze({ initialList: false });
+const INITIAL: InformerEventInfo = Object.freeze({ initialList: true });
+
 /** Callbacks for changes seen by an {@linkcode Informer}; all optional. */
 export interface InformerHandlers<T> {
   /**
    * An object appeared, changed or was deleted (deletions a relist revealed included). A
    * `modified` event always carries `old`; on a periodic resync `old === object`.
    */
-  onEvent?(event: ObjectEvent<T>): void | Promise<void>;
+  onEvent?(event: ObjectEvent<T>, info: InformerEventInfo): void | Promise<void>;
   /** The informer entered a failing state (once per change of state, not per retry). */
   onError?(error: WatchError): void | Promise<void>;
   /**
@@ -207,6 +220,8 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
   readonly #ctl = new AbortController();
   readonly #shard: ShardFilter | undefined;
   #stream: WatchStream<T> | undefined;
+  // Whether the current stream applied its first list: events until then are initial.
+  #listed = false;
   #streamCtl: AbortController | undefined;
   #unsubscribe: (() => void) | undefined;
   readonly #unfilteredReported = new Set<string>();
@@ -259,6 +274,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     const o = this.#opts;
     const selector = this.#shard?.selector;
     this.#stream = undefined;
+    this.#listed = false;
     if (selector === null) {
       // An empty share: nothing to list or watch, and nothing to wait for.
       this.#run = Promise.resolve();
@@ -457,7 +473,7 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     const h = { ...handlers };
     this.#handlers.add(h);
     if (this.#synced && h.onEvent) {
-      for (const object of this.store) this.#call(h, { type: "added", object });
+      for (const object of this.store) this.#call(h, { type: "added", object }, INITIAL);
     }
     return () => this.#handlers.delete(h);
   }
@@ -468,7 +484,9 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
    * @param fn The handler.
    * @returns A function that removes it.
    */
-  onEvent(fn: (event: ObjectEvent<T>) => void | Promise<void>): () => void {
+  onEvent(
+    fn: (event: ObjectEvent<T>, info: InformerEventInfo) => void | Promise<void>,
+  ): () => void {
     return this.addHandler({ onEvent: fn });
   }
 
@@ -532,11 +550,13 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
           }
         }
         const changes = this.store.replace(objects, ev.resourceVersion);
+        const info = this.#listed ? LIVE : INITIAL;
+        this.#listed = true;
         for (const r of changes.rejected) this.#rejected(r.object, r.error);
-        for (const object of changes.deleted) this.#emit({ type: "deleted", object });
-        for (const object of changes.added) this.#emit({ type: "added", object });
+        for (const object of changes.deleted) this.#emit({ type: "deleted", object }, info);
+        for (const object of changes.added) this.#emit({ type: "added", object }, info);
         for (const u of changes.updated) {
-          this.#emit({ type: "modified", object: u.new, old: u.old });
+          this.#emit({ type: "modified", object: u.new, old: u.old }, info);
         }
         this.#markSynced();
         break;
@@ -603,15 +623,15 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
     }
   }
 
-  #emit(event: ObjectEvent<T>): void {
-    for (const h of this.#handlers) this.#call(h, event);
+  #emit(event: ObjectEvent<T>, info = LIVE): void {
+    for (const h of this.#handlers) this.#call(h, event, info);
   }
 
   /** Calls `onEvent` with an event, or `onError` with an error; never throws. */
-  #call(h: InformerHandlers<T>, arg: ObjectEvent<T> | WatchError): void {
+  #call(h: InformerHandlers<T>, arg: ObjectEvent<T> | WatchError, info = LIVE): void {
     const kind = arg instanceof Error ? "onError" : "onEvent";
     try {
-      const r = arg instanceof Error ? h.onError?.(arg) : h.onEvent?.(arg);
+      const r = arg instanceof Error ? h.onError?.(arg) : h.onEvent?.(arg, info);
       if (r instanceof Promise) r.catch((err) => this.#handlerFailed(kind, err));
     } catch (err) {
       this.#handlerFailed(kind, err);

@@ -11,7 +11,7 @@
 //
 // A change to the object still queues it at once in every case (its event, not this).
 import type { Logger } from "../../util/log.ts";
-import type { WorkQueue } from "../queue/workqueue.ts";
+import { LOW_PRIORITY, type WorkQueue } from "../queue/workqueue.ts";
 import type { ControllerMetricsHooks, ReconcileOutcome } from "./metrics_hooks.ts";
 import { type ReconcileResult, TerminalError } from "./reconcile.ts";
 
@@ -76,7 +76,9 @@ export function settle(
     case "requeue_after":
       queue.forget(key);
       metrics?.queued?.(controller, "requeue");
-      queue.addAfter(key, (settled.ok && settled.result?.requeueAfterMs) || 0);
+      queue.addAfter(key, (settled.ok && settled.result?.requeueAfterMs) || 0, {
+        priority: (settled.ok ? settled.result?.priority : undefined) ?? LOW_PRIORITY,
+      });
       break;
     case "terminal":
       queue.forget(key);

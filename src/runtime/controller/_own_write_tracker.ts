@@ -24,6 +24,7 @@ import type { ObjectEvent } from "../watch/watch.ts";
 import type { CachedKind } from "./caches.ts";
 import type { TrackedWrite, Tracking } from "./_context.ts";
 import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
+import { DEFAULT_PRIORITY } from "../queue/workqueue.ts";
 import { type CacheView, isEcho, type OwnWrite, OwnWrites } from "./_own_writes.ts";
 
 /** What {@linkcode OwnWriteTracker} works with. */
@@ -42,14 +43,14 @@ export interface OwnWriteTrackerInit {
   readonly metrics?: ControllerMetricsHooks;
   readonly shard?: { filter: ShardFilter; owned: boolean };
   readonly log: Logger;
-  /** Puts a key in the work queue, and why. */
-  add(key: string, cause: QueueCause): void;
+  /** Puts a key in the work queue, why, and at what priority (default: the queue's). */
+  add(key: string, cause: QueueCause, priority?: number): void;
 }
 
 /** Writes of one kind a primary's reconcile is sending, and the events that came meanwhile. */
 interface Sending {
   count: number;
-  events: { ev: ObjectEvent<KubeObject>; cause: QueueCause }[];
+  events: { ev: ObjectEvent<KubeObject>; cause: QueueCause; priority?: number }[];
   answers: { key: string; op: OwnWrite["op"]; rv: string | undefined; base: string | undefined }[];
 }
 const SEP = "\u0001";
@@ -146,6 +147,7 @@ export class OwnWriteTracker {
    * @param cause Why, for metrics.
    * @param kind The event's {@linkcode trackKey}.
    * @param ev The event.
+   * @param priority The keys' priority in the work queue.
    */
   enqueue(
     keys: Set<string>,
@@ -153,8 +155,9 @@ export class OwnWriteTracker {
     cause: QueueCause,
     kind: string,
     ev: ObjectEvent<KubeObject>,
+    priority?: number,
   ): void {
-    for (const k of keys) this.queue(k, echoes, cause, kind, ev);
+    for (const k of keys) this.queue(k, echoes, cause, kind, ev, priority);
   }
 
   /**
@@ -166,6 +169,7 @@ export class OwnWriteTracker {
    * @param cause Why, for metrics.
    * @param kind The event's {@linkcode trackKey}.
    * @param ev The event.
+   * @param priority The key's priority in the work queue.
    */
   queue(
     key: string,
@@ -173,11 +177,12 @@ export class OwnWriteTracker {
     cause: QueueCause,
     kind: string,
     ev: ObjectEvent<KubeObject>,
+    priority?: number,
   ): void {
     if (echoes.has(key)) return this.#init.metrics?.echo?.(this.#init.controller);
     const sending = this.#sending.get(key + SEP + kind);
-    if (sending) sending.events.push({ ev, cause });
-    else this.#init.add(key, cause);
+    if (sending) sending.events.push({ ev, cause, priority });
+    else this.#init.add(key, cause, priority);
   }
 
   /**
@@ -264,16 +269,21 @@ export class OwnWriteTracker {
       this.#sending.delete(id);
       // Events that came while the writes were on their way: echoes of them, or news.
       let news: QueueCause | undefined;
-      for (const { ev, cause } of s.events) {
+      let priority: number | undefined;
+      for (const { ev, cause, priority: p } of s.events) {
         const key = objectKey(ev.object);
         const old = ev.type === "modified" ? ev.old?.metadata.resourceVersion : undefined;
         const echo = s.answers.some((a) =>
           a.key === key && isEcho(a, ev.type, ev.object.metadata.resourceVersion, old)
         );
         if (echo) this.#init.metrics?.echo?.(this.#init.controller);
-        else news ??= cause;
+        else {
+          news ??= cause;
+          // The highest asked for, as the queue keeps for a key added twice.
+          priority = Math.max(priority ?? -Infinity, p ?? DEFAULT_PRIORITY);
+        }
       }
-      if (news) this.#init.add(primary, news);
+      if (news) this.#init.add(primary, news, priority);
     };
   }
 

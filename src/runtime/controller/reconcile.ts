@@ -67,6 +67,19 @@ import {
 export interface Requeue {
   /** Milliseconds to wait before the next reconcile of the object. */
   readonly requeueAfterMs: number;
+  /** Its priority in the work queue; absent: low, behind real changes. */
+  readonly priority?: number;
+}
+
+/** Options of {@linkcode requeue}. */
+export interface RequeueOptions {
+  /**
+   * The key's priority in the work queue once the delay passed: higher is served first.
+   * Nothing changed, so by default it waits behind keys from real changes, as an
+   * unchanged requeue does with controller-runtime's priority queue.
+   * @default LOW_PRIORITY (-100)
+   */
+  priority?: number;
 }
 
 /** What a reconcile or finalize function returns: `undefined` (done) or {@linkcode Requeue}. */
@@ -78,8 +91,9 @@ export type ReconcileResult = Requeue | undefined | void;
  * triggers a reconcile at once.
  *
  * @param ms The delay in milliseconds, `0` or more.
+ * @param options `priority`: the key's priority once the delay passed.
  * @returns The result to return from `reconcile`.
- * @throws {RangeError} When `ms` is negative or not finite.
+ * @throws {RangeError} When `ms` is negative or `priority` not finite.
  *
  * @example Poll every five seconds until ready
  * ```ts
@@ -88,12 +102,24 @@ export type ReconcileResult = Requeue | undefined | void;
  * const result = ready ? undefined : requeue(5_000);
  * if (result?.requeueAfterMs !== 5_000) throw new Error();
  * ```
+ *
+ * @example Check again soon, ahead of the start-up storm
+ * ```ts
+ * import { requeue } from "./reconcile.ts";
+ * const result = requeue(1_000, { priority: 10 });
+ * if (result.priority !== 10) throw new Error();
+ * ```
  */
-export function requeue(ms: number): Requeue {
+export function requeue(ms: number, options: RequeueOptions = {}): Requeue {
   if (!(Number.isFinite(ms) && ms >= 0)) {
     throw new RangeError(`Cannot requeue: ms must be a finite number >= 0, got "${ms}"`);
   }
-  return Object.freeze({ requeueAfterMs: ms });
+  const { priority } = options;
+  if (priority === undefined) return Object.freeze({ requeueAfterMs: ms });
+  if (!Number.isFinite(priority)) {
+    throw new RangeError(`Cannot requeue: priority must be a finite number, got "${priority}"`);
+  }
+  return Object.freeze({ requeueAfterMs: ms, priority });
 }
 
 /**

@@ -79,7 +79,7 @@ import { type Clock, realClock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
 import { EventRecorder } from "./events.ts";
 import { finalizer } from "./finalizer.ts";
-import type { Informer } from "../cache/informer.ts";
+import type { Informer, InformerEventInfo } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import { kindKey } from "../../core/kind_key.ts";
@@ -92,7 +92,7 @@ import type { RateLimiter } from "../queue/rate_limiter.ts";
 import type { Controller, ReconcileResult, WatchSpec } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
-import { WorkQueue } from "../queue/workqueue.ts";
+import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from "../queue/workqueue.ts";
 import { type ContextHandle, createContext } from "./_context.ts";
 import { appliedKey, WriteMemory } from "./_write_memory.ts";
 import { isSharded, OwnWriteTracker, trackKey } from "./_own_write_tracker.ts";
@@ -149,6 +149,13 @@ export interface ControllerRuntimeOptions {
    * @default 5000
    */
   cacheLagTimeoutMs?: number;
+  /**
+   * Serve real changes first: keys from an informer's first list (a start, a leader
+   * takeover, a shard hand-off), from resyncs and from `requeue(ms)` wait behind keys from
+   * real changes, as with controller-runtime's priority queue. `false` is one FIFO.
+   * @default true
+   */
+  priorityQueue?: boolean;
 }
 
 /** Removes what it was returned for: an event handler, the wiring of a kind. */
@@ -236,6 +243,7 @@ export class ControllerRuntime<T extends KubeObject> {
       clock: this.#clock,
       rateLimiter: options.rateLimiter,
       metrics: options.metrics?.workqueue?.(controller.name),
+      priorities: options.priorityQueue ?? true,
     });
     this.#factory = options.informers;
     for (const kind of controller.caches) {
@@ -262,7 +270,7 @@ export class ControllerRuntime<T extends KubeObject> {
       metrics: this.#metrics,
       shard: this.#shard,
       log: this.#log,
-      add: (key, cause) => this.#add(key, cause),
+      add: (key, cause, priority) => this.#add(key, cause, priority),
     });
     this.#owned = new Set(controller.owns.map((res) => kindKey(res)));
     for (const kind of controller.caches) this.#wired.set(kindKey(kind.resource), this.#wire(kind));
@@ -491,19 +499,23 @@ export class ControllerRuntime<T extends KubeObject> {
     const c = this.controller;
     const key = kindKey(kind.resource);
     const track = trackKey(kind.resource);
-    const handlers: ((ev: ObjectEvent<KubeObject>) => void)[] = [];
+    const handlers: ((ev: ObjectEvent<KubeObject>, info: InformerEventInfo) => void)[] = [];
     if (kind.roles.includes("primary")) {
-      handlers.push((ev) => this.#onPrimary(track, ev as ObjectEvent<T>));
+      handlers.push((ev, info) => this.#onPrimary(track, ev as ObjectEvent<T>, info));
     }
     for (const owned of c.owns) {
-      if (kindKey(owned) === key) handlers.push((ev) => this.#onOwned(owned, track, ev));
+      if (kindKey(owned) === key) {
+        handlers.push((ev, info) => this.#onOwned(owned, track, ev, info));
+      }
     }
     // Read kinds queue nothing, but their events confirm the writes this controller made.
     if (kind.roles.every((r) => r === "reads")) {
       handlers.push((ev) => void this.#writes.observe(track, ev));
     }
     for (const w of watches) {
-      if (kindKey(w.resource) === key) handlers.push((ev) => this.#onWatched(w, track, ev));
+      if (kindKey(w.resource) === key) {
+        handlers.push((ev, info) => this.#onWatched(w, track, ev, info));
+      }
     }
     const removers = this.#sources.get(key)!.informers.flatMap((inf: Informer<KubeObject>) =>
       handlers.map((h) => inf.onEvent(h))
@@ -513,7 +525,16 @@ export class ControllerRuntime<T extends KubeObject> {
     };
   }
 
-  #onPrimary(kind: string, ev: ObjectEvent<T>): void {
+  /**
+   * Keys from an informer's first list and from resyncs wait behind real changes, as with
+   * controller-runtime's priority queue (`handler.WithLowPriorityWhenUnchanged`).
+   */
+  #priority(ev: ObjectEvent<KubeObject>, info: InformerEventInfo): number {
+    const unchanged = info.initialList || (ev.type === "modified" && ev.old === ev.object);
+    return unchanged ? LOW_PRIORITY : DEFAULT_PRIORITY;
+  }
+
+  #onPrimary(kind: string, ev: ObjectEvent<T>, info: InformerEventInfo): void {
     const key = enqueueSelf(ev);
     const echoes = this.#writes.observe(kind, ev);
     if (ev.type === "deleted") {
@@ -522,24 +543,36 @@ export class ControllerRuntime<T extends KubeObject> {
       this.#writes.undefer(key);
     }
     if (echoes.has(key) || passes(this.controller.predicates, ev)) {
-      this.#writes.queue(key, echoes, "primary", kind, ev);
+      this.#writes.queue(key, echoes, "primary", kind, ev, this.#priority(ev, info));
     }
   }
 
-  #onOwned(owned: Resource<any>, kind: string, ev: ObjectEvent<KubeObject>): void {
+  #onOwned(
+    owned: Resource<any>,
+    kind: string,
+    ev: ObjectEvent<KubeObject>,
+    info: InformerEventInfo,
+  ): void {
     const echoes = this.#writes.observe(kind, ev);
     if (ev.type === "deleted") this.#memory.forgetApplied(appliedKey(owned, ev.object));
-    this.#writes.enqueue(enqueueOwners(this.controller.resource, ev), echoes, "owns", kind, ev);
+    const keys = enqueueOwners(this.controller.resource, ev);
+    this.#writes.enqueue(keys, echoes, "owns", kind, ev, this.#priority(ev, info));
   }
 
-  #onWatched(w: WatchSpec, kind: string, ev: ObjectEvent<KubeObject>): void {
+  #onWatched(
+    w: WatchSpec,
+    kind: string,
+    ev: ObjectEvent<KubeObject>,
+    info: InformerEventInfo,
+  ): void {
     const echoes = this.#writes.observe(kind, ev);
-    this.#writes.enqueue(enqueueMapped(w, this.#reader, ev), echoes, "watches", kind, ev);
+    const keys = enqueueMapped(w, this.#reader, ev);
+    this.#writes.enqueue(keys, echoes, "watches", kind, ev, this.#priority(ev, info));
   }
 
-  #add(key: string, cause: QueueCause): void {
+  #add(key: string, cause: QueueCause, priority?: number): void {
     this.#metrics?.queued?.(this.controller.name, cause);
-    this.queue.add(key);
+    this.queue.add(key, priority === undefined ? undefined : { priority });
   }
 
   #get(key: string): T | undefined {

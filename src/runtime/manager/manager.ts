@@ -121,6 +121,12 @@ export interface ManagerOptions {
   /** Metrics hooks: reconciles, active workers and work queues per controller. */
   metrics?: ControllerMetricsHooks;
   /**
+   * Serve real changes before the keys of a start-up storm (the initial lists, resyncs,
+   * `requeue(ms)`), as controller-runtime's priority queue; `false`: one FIFO per controller.
+   * @default true
+   */
+  priorityQueue?: boolean;
+  /**
    * Makes the work queue rate limiter of each controller.
    * @default defaultControllerRateLimiter() per controller
    */
@@ -473,33 +479,15 @@ export class Manager implements AsyncDisposable {
     const ownClient = !this.#opts.client;
     try {
       this.#client = this.#opts.client ?? await createClient(this.#opts.clientOptions);
-      const client = this.#client;
-      const elected = this.#build(client);
-      for (const r of this.#opts.runnables ?? []) await lc.add(r);
-      if (stop.signal.aborted) return;
-      await this.#opts.startup?.({
-        client,
-        signal: stop.signal,
-        serve: () => lc.startGroup("server", client),
-      });
-      for (const group of ["server", "webhook", "cache", "always"] as const) {
-        await lc.startGroup(group, client);
-      }
-      log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
-      if (elected) await untilAborted(elected, stop.signal);
-      if (stop.signal.aborted) return;
-      if (this.#opts.leaderElection) log.info("Leadership acquired");
-      this.#leading = true;
-      await lc.startGroup("leader", client);
-      await untilAborted(undefined, stop.signal);
+      await this.#runGroups(this.#client);
     } catch (err) {
       if (!stop.signal.aborted) lc.fail(err);
     } finally {
       signal?.removeEventListener("abort", onAbort);
       stop.abort();
-      // A start-up that failed before anything ran (a kind not installed) stops silently:
-      // its one line is the caller's to print.
-      const ran = lc.started;
+      // A start-up that failed before the caches ran (a kind not installed, a port taken)
+      // stops silently: its one line is the caller's to print.
+      const ran = lc.hasStarted("cache");
       const urgent = lc.failure?.urgent ?? false;
       const timeoutMs = urgent ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
       if (ran) {
@@ -507,7 +495,12 @@ export class Manager implements AsyncDisposable {
           timeoutMs,
         });
       }
-      await lc.stopAll();
+      await lc.stopAll((group) => {
+        // Said before the Lease is released (the next group), which it explains.
+        if (group === "leader" && this.#late) {
+          log.warn("Controllers stopped; some reconciles did not finish in time");
+        }
+      });
       if (ownClient) this.#client?.close();
       if (ran) {
         log.info("Manager stopped{late}", {
@@ -518,6 +511,32 @@ export class Manager implements AsyncDisposable {
       this.#leading = false;
     }
     if (lc.failure) throw lc.failure.error;
+  }
+
+  /** Builds what runs, then starts the groups in order until the stop. */
+  async #runGroups(client: Client): Promise<void> {
+    const stop = this.#stop;
+    const lc = this.#lifecycle;
+    const elected = this.#build(client);
+    for (const r of this.#opts.runnables ?? []) await lc.add(r);
+    if (stop.signal.aborted) return;
+    await this.#opts.startup?.({
+      client,
+      signal: stop.signal,
+      serve: () => lc.startGroup("server", client),
+    });
+    for (const group of ["server", "webhook", "cache", "always"] as const) {
+      if (stop.signal.aborted) return;
+      await lc.startGroup(group, client);
+    }
+    if (stop.signal.aborted) return;
+    log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
+    if (elected) await untilAborted(elected, stop.signal);
+    if (stop.signal.aborted) return;
+    if (this.#opts.leaderElection) log.info("Leadership acquired");
+    this.#leading = true;
+    await lc.startGroup("leader", client);
+    await untilAborted(undefined, stop.signal);
   }
 
   /**
@@ -551,6 +570,7 @@ export class Manager implements AsyncDisposable {
         namespaces: this.#opts.namespaces,
         metrics: this.#opts.metrics,
         rateLimiter: this.#opts.rateLimiter?.(c.name),
+        priorityQueue: this.#opts.priorityQueue,
         ...(sharding
           ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
           : {}),
