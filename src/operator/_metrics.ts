@@ -77,6 +77,7 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
         const shard = shardOf?.(s.controller, s.key);
         if (shard !== undefined) sharded?.reconciled(s.controller, shard, result);
       },
+      timeout: (controller) => of(controller).timedOut(),
       activeWorkers(controller, n) {
         const delta = n - (active.get(controller) ?? 0);
         active.set(controller, n);
