@@ -145,15 +145,24 @@ export async function warmUpKubeno(): Promise<void> {
   }
 }
 
-/** The converge contenders (operators); `limit` exits its work and waits for SIGTERM. */
+/**
+ * The operators: `kubeno` with the manager's default work queue, `kubeno-fifo` with a
+ * first-in-first-out one.
+ */
+export type Operator = "kubeno" | "kubeno-fifo" | "controller-runtime" | "kube-rs";
+
+/**
+ * The converge contenders (operators); `limit` exits its work and waits for SIGTERM.
+ * `kubeno-fifo` is kubeno with `createManager({ priorityQueue: false })`.
+ */
 export function operatorCommand(
-  who: "kubeno" | "controller-runtime" | "kube-rs",
+  who: Operator,
   peers: Peers,
   kubeconfig: string,
   startsPath?: string,
 ): Command {
   const starts = startsPath ? ["--starts", startsPath] : [];
-  if (who === "kubeno") {
+  if (who === "kubeno" || who === "kubeno-fifo") {
     return {
       cmd: "deno",
       args: [
@@ -164,6 +173,7 @@ export function operatorCommand(
         kubeconfig,
         "--workers",
         "4",
+        ...(who === "kubeno-fifo" ? ["--priority-queue", "false"] : []),
         ...starts,
       ],
     };

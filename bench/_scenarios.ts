@@ -56,13 +56,22 @@ export interface ConvergeRun {
 /** What a converge contender may print as its last stdout line at exit. */
 const REPORTED = ["reconciles", "ownWriteEchoes", "cacheWaits", "cacheWaitsExpired"] as const;
 
-function writeCounts(writes: Record<string, number>) {
+/** The total of write counts by verb, resource and status code, with the counts. */
+export function writeCounts(writes: Record<string, number>) {
   return { writesTotal: Object.values(writes).reduce((a, b) => a + b, 0), writes };
 }
 
-const MiB = 1024;
+/** KiB per MiB. */
+export const MiB = 1024;
 
-async function withCluster<R>(
+/**
+ * Runs `fn` on a fresh control plane with the run's kube-apiserver flags, stopped after.
+ *
+ * @param ctx Flags, progress, scratch folder.
+ * @param fn The run.
+ * @returns What `fn` returns.
+ */
+export async function withCluster<R>(
   ctx: RunContext,
   fn: (cp: Awaited<ReturnType<typeof startControlPlane>>) => Promise<R>,
 ): Promise<R> {
@@ -76,7 +85,7 @@ type Cluster = Awaited<ReturnType<typeof startControlPlane>>;
  * Counts the API server's requests on benches and configmaps by verb, resource and status
  * code, from its /metrics, to check that every contender does the same work.
  */
-async function apiRequests(cp: Cluster): Promise<Record<string, number>> {
+export async function apiRequests(cp: Cluster): Promise<Record<string, number>> {
   const text = String((await cp.request("GET", "/metrics")).body);
   const out: Record<string, number> = {};
   for (const line of text.split("\n")) {
@@ -94,17 +103,31 @@ async function apiRequests(cp: Cluster): Promise<Record<string, number>> {
 }
 
 /** Subtracts request counts `before` from `after`. */
-function delta(after: Record<string, number>, before: Record<string, number>) {
+export function delta(after: Record<string, number>, before: Record<string, number>) {
   return Object.fromEntries(
     Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0),
   );
 }
 
-function spawn(name: string, c: Command): Contender {
+/** Spawns a contender from its command. */
+export function spawn(name: string, c: Command): Contender {
   return new Contender(name, c.cmd, c.args, { cwd: c.cwd });
 }
 
-async function raceExit<T>(contender: Contender, p: Promise<T>, deadlineMs: number): Promise<T> {
+/**
+ * Waits for `p`, failing when the contender exits first or `deadlineMs` passes.
+ *
+ * @param contender The contender.
+ * @param p What to wait for.
+ * @param deadlineMs How long to wait.
+ * @returns What `p` resolves with.
+ * @throws {Error} When the contender exited or the deadline passed.
+ */
+export async function raceExit<T>(
+  contender: Contender,
+  p: Promise<T>,
+  deadlineMs: number,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let poll: ReturnType<typeof setInterval> | undefined;
   const fail = new Promise<never>((_, reject) => {
@@ -186,7 +209,7 @@ export function runConverge(
 }
 
 /** The counters a converge contender printed as a JSON line at exit, if it did. */
-function exitReport(contender: Contender): Partial<Record<typeof REPORTED[number], number>> {
+export function exitReport(contender: Contender): Partial<Record<typeof REPORTED[number], number>> {
   const line = contender.lines.findLast((l) => l.startsWith("{"));
   if (!line) return {};
   const r = JSON.parse(line);
@@ -348,18 +371,7 @@ export function runLatency(
       throw new Error(`${name} exited with code ${code}: ${await contender.stderrTail()}`);
     }
 
-    const log: Record<string, Map<string, { generation: number; at: number }[]>> = {
-      R: new Map(),
-      E: new Map(),
-    };
-    for (const line of (await Deno.readTextFile(startsPath)).split("\n")) {
-      const [kind, n, g, t] = line.split(" ");
-      if (!t || !log[kind]) continue;
-      const list = log[kind].get(n) ?? [];
-      list.push({ generation: Number(g), at: Number(t) });
-      log[kind].set(n, list);
-    }
-    await Deno.remove(startsPath).catch(() => {});
+    const log = await readStartLog(startsPath);
     const latencies: number[] = [];
     const fromSend: number[] = [];
     const toEvent: number[] = [];
@@ -395,6 +407,37 @@ export function runLatency(
       apiWrites: writesServed,
     };
   });
+}
+
+/** One entry of a start log: a Bench's generation and when, ms since the epoch. */
+export interface Start {
+  generation: number;
+  at: number;
+}
+
+/**
+ * What an operator's start log (`--starts`) says, per Bench, in the order written:
+ * `R` reconcile starts and `E` update events reaching its cache.
+ */
+export type StartLog = Record<"R" | "E", Map<string, Start[]>>;
+
+/**
+ * Reads and deletes an operator's start log ("R|E name generation epoch-ms" lines).
+ *
+ * @param path The file the operator wrote at exit.
+ * @returns The log.
+ */
+export async function readStartLog(path: string): Promise<StartLog> {
+  const log: StartLog = { R: new Map(), E: new Map() };
+  for (const line of (await Deno.readTextFile(path)).split("\n")) {
+    const [kind, n, g, t] = line.split(" ");
+    if (!t || (kind !== "R" && kind !== "E")) continue;
+    const list = log[kind].get(n) ?? [];
+    list.push({ generation: Number(g), at: Number(t) });
+    log[kind].set(n, list);
+  }
+  await Deno.remove(path).catch(() => {});
+  return log;
 }
 
 /** One footprint run. */

@@ -108,6 +108,11 @@ export class ConvergeWatch implements AsyncDisposable {
   readonly #current = new Set<string>();
   readonly #owned = new Set<string>();
   readonly #waiters = new Set<() => void>();
+  /** Each Bench's latest `status.observedGeneration`, and `performance.now()` when first seen. */
+  readonly #observed = new Map<string, { generation: number; at: number }>();
+  readonly #observers = new Set<
+    { name: string; generation: number; resolve: (at: number) => void }
+  >();
   #resolve!: (at: number) => void;
   /** Resolves with `performance.now()` once every object has converged. */
   readonly converged: Promise<number>;
@@ -125,6 +130,7 @@ export class ConvergeWatch implements AsyncDisposable {
       const name = b.metadata.name!;
       if (b.status?.observedGeneration === b.metadata.generation) this.#current.add(name);
       else this.#current.delete(name);
+      this.#see(name, b.status?.observedGeneration);
       this.#check();
     };
     this.#benches.onEvent((ev) => void (ev.type !== "deleted" && bench(ev.object)));
@@ -168,6 +174,36 @@ export class ConvergeWatch implements AsyncDisposable {
     this.#waiters.add(resolve);
     this.#check();
     return promise;
+  }
+
+  /**
+   * Waits until the harness sees `status.observedGeneration` of Bench `name` at `generation`
+   * or later: the operator's status write for that generation is visible.
+   *
+   * @param name The Bench.
+   * @param generation The generation to wait for.
+   * @returns A promise of `performance.now()` when the watch first showed it.
+   */
+  observed(name: string, generation: number): Promise<number> {
+    const seen = this.#observed.get(name);
+    if (seen && seen.generation >= generation) return Promise.resolve(seen.at);
+    const { promise, resolve } = Promise.withResolvers<number>();
+    this.#observers.add({ name, generation, resolve });
+    return promise;
+  }
+
+  #see(name: string, generation: number | undefined): void {
+    if (generation === undefined) return;
+    const seen = this.#observed.get(name);
+    if (seen && seen.generation >= generation) return;
+    const at = performance.now();
+    this.#observed.set(name, { generation, at });
+    for (const o of this.#observers) {
+      if (o.name === name && o.generation <= generation) {
+        o.resolve(at);
+        this.#observers.delete(o);
+      }
+    }
   }
 
   #check(): void {

@@ -4,13 +4,16 @@
 // ownerReference) and patch status.observedGeneration.
 //
 //   deno run -A bench/kubeno_converge.ts --kubeconfig FILE [--workers 4] [--starts FILE]
+//     [--priority-queue false]
 //
 // Prints "ready" once its caches are synced; runs until SIGTERM; at exit prints one JSON line
 // of counters: `reconciles` (what controller_runtime_reconcile_total counts), `ownWriteEchoes`
 // (watch events that were its own writes and queued nothing), `cacheWaits` and
 // `cacheWaitsExpired` (reconciles that waited for the cache to show its own writes, and waits
 // that gave up). With --starts, writes the log of reconcile starts ("R name generation
-// epoch-ms") and Bench update events reaching the informer ("E ...") to FILE at exit.
+// epoch-ms") and Bench update events reaching the informer ("E ...") to FILE at exit. With
+// --priority-queue false, the manager's work queues are first-in-first-out (createManager's
+// `priorityQueue: false`); without it, the manager's default.
 import { parseArgs } from "node:util";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
@@ -24,6 +27,7 @@ const { values: args } = parseArgs({
     kubeconfig: { type: "string" },
     workers: { type: "string", default: "4" },
     starts: { type: "string" },
+    "priority-queue": { type: "string" },
   },
 });
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
@@ -53,8 +57,12 @@ const controller = reconcile(Bench, {
 
 // The runner's metrics hooks, counted in place of a metrics registry.
 const counts = { reconciles: 0, ownWriteEchoes: 0, cacheWaits: 0, cacheWaitsExpired: 0 };
+const priorityQueue = args["priority-queue"] === undefined
+  ? undefined
+  : args["priority-queue"] !== "false";
 const client = await createClient({ kubeconfig: args.kubeconfig });
 const manager = createManager({
+  ...(priorityQueue === undefined ? {} : { priorityQueue }),
   client,
   controllers: [controller],
   metrics: {

@@ -2,11 +2,13 @@
 // @kubernetes/client-node, side by side in one run, each contender on a fresh control plane
 // with the same kube-apiserver flags. See BENCHMARKS.md for the results and what they mean.
 //
-//   deno run -A bench/run.ts            full: N = 2,000, 10,000 ConfigMaps, 3 runs each
-//   deno run -A bench/run.ts --quick    N = 200, 2,000 ConfigMaps, 1 run each (minutes)
+//   deno run -A bench/run.ts            full: N = 2,000, 10,000 ConfigMaps, storm of 10,000,
+//                                       3 runs each
+//   deno run -A bench/run.ts --quick    N = 200, 2,000 ConfigMaps, storm of 2,000, 1 run each
+//                                       (minutes)
 //   deno run -A bench/run.ts --smoke    tiny N, 1 run, no microbenchmarks (CI smoke test)
 //
-// Options: --only=converge,converge-lag,informer,latency,footprint,scale,micro  --reps=N
+// Options: --only=converge,converge-lag,informer,latency,storm,footprint,scale,micro  --reps=N
 // --out=DIR
 // Full runs write bench/results.json and regenerate the table in BENCHMARKS.md (with --only,
 // the scenarios run replace theirs in the existing results); quick runs write
@@ -17,6 +19,7 @@ import { KUBERNETES_VERSION } from "../src/testing/assets.ts";
 import {
   informerCommand,
   limitCommand,
+  type Operator,
   operatorCommand,
   type Peers,
   preparePeers,
@@ -39,6 +42,7 @@ import {
   runInformer,
   runLatency,
 } from "./_scenarios.ts";
+import { EDIT_AFTER_MS, runStorm } from "./_storm.ts";
 import { NAMESPACE } from "./_bench_resource.ts";
 import { bundleSize, compiledSize, microbenchmarks } from "./_micro.ts";
 import { SCALE_CONTENDERS, SCALE_SIZES, scaleCharts, type ScaleResults } from "./_scale.ts";
@@ -48,6 +52,7 @@ const SCENARIOS = [
   "converge-lag",
   "informer",
   "latency",
+  "storm",
   "footprint",
   "scale",
   "micro",
@@ -68,6 +73,7 @@ const SIZES = {
     latencyObjects: 100,
     rate: 20,
     seconds: 30,
+    storm: 10_000,
     footprint: 1_000,
     reps: 3,
   },
@@ -77,10 +83,20 @@ const SIZES = {
     latencyObjects: 100,
     rate: 20,
     seconds: 10,
+    storm: 2_000,
     footprint: 1_000,
     reps: 1,
   },
-  smoke: { n: 20, m: 100, latencyObjects: 10, rate: 10, seconds: 2, footprint: 20, reps: 1 },
+  smoke: {
+    n: 20,
+    m: 100,
+    latencyObjects: 10,
+    rate: 10,
+    seconds: 2,
+    storm: 50,
+    footprint: 20,
+    reps: 1,
+  },
 };
 
 const { values: opts } = parseArgs({
@@ -222,6 +238,23 @@ if (only.has("latency")) {
       who,
     ));
   scenarios.latency = { ...o, runs, median: summarize(runs) };
+}
+
+if (only.has("storm")) {
+  // kubeno with the manager's default queue (the priority queue), kubeno first-in-first-out,
+  // and controller-runtime with its default (in v0.25.2 that is its priority queue).
+  const runs = await repeat(
+    "storm",
+    ["kubeno", "kubeno-fifo", "controller-runtime"],
+    (who) =>
+      runStorm(
+        ctx,
+        size.storm,
+        (kc, starts) => operatorCommand(who as Operator, peers, kc, starts),
+        who,
+      ),
+  );
+  scenarios.storm = { n: size.storm, editAfterMs: EDIT_AFTER_MS, runs, median: summarize(runs) };
 }
 
 if (only.has("footprint")) {
