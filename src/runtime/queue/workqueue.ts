@@ -9,7 +9,7 @@
 
 import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
-import { type ReadyEntry, ReadyQueue } from "./_ready_queue.ts";
+import { ReadyQueue } from "./_ready_queue.ts";
 
 /**
  * The priority of keys that are not news: the initial list, resyncs and hand-offs, so that
@@ -143,14 +143,6 @@ interface Delayed<K> {
   priority: number;
 }
 
-// A dirty key: its priority and when it became dirty (0 without metrics). `queued` is false
-// while the key is being processed, and for an entry replaced when the priority rose.
-interface Dirty<K> extends ReadyEntry {
-  key: K;
-  priority: number;
-  addedAt: number;
-}
-
 const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown: true });
 
 /**
@@ -236,9 +228,13 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   #periodMs: number;
   #priorities: boolean;
   // Keys ready for a worker, by priority.
-  #ready = new ReadyQueue<Dirty<K>>();
-  // Keys that need processing: the queued ones and those re-added while being processed.
-  #dirty = new Map<K, Dirty<K>>();
+  #ready = new ReadyQueue<K>();
+  // Keys that need processing (the queued ones and those re-added while being processed),
+  // with the time they became dirty (0 without metrics).
+  #dirty = new Map<K, number>();
+  // The priority of each dirty key that is not at DEFAULT_PRIORITY: sparse, so that a
+  // queue without priorities costs no more than a plain FIFO.
+  #priorityOf = new Map<K, number>();
   // With a depth hook: the number of dirty keys per priority.
   #depths = new Map<number, number>();
   // Keys handed to a worker and not yet done, with the time they were handed out.
@@ -311,7 +307,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    */
   waiting(): K[] {
     const keys: K[] = [];
-    for (const entry of this.#ready) keys.push(entry.key);
+    for (const key of this.#ready) keys.push(key);
     return keys;
   }
 
@@ -339,7 +335,12 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * ```
    */
   add(key: K, options?: WorkQueueAddOptions): void {
-    const priority = options === undefined ? DEFAULT_PRIORITY : this.#priority(options, "add");
+    if (options === undefined) {
+      // The plain FIFO path, kept as short as before priorities.
+      if (this.#shuttingDown || (this.#priorityOf.size === 0 && this.#dirty.has(key))) return;
+      return this.#add(key, DEFAULT_PRIORITY);
+    }
+    const priority = this.#priority(options, "add");
     if (!this.#shuttingDown) this.#add(key, priority);
   }
 
@@ -465,8 +466,9 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * ```
    */
   get(options: WorkQueueGetOptions = {}): Promise<WorkQueueItem<K>> {
-    const entry = this.#ready.shift();
-    if (entry !== undefined) return Promise.resolve({ key: this.#start(entry), shutdown: false });
+    if (this.#ready.size > 0) {
+      return Promise.resolve({ key: this.#start(this.#ready.shift()!), shutdown: false });
+    }
     if (this.#shuttingDown) return Promise.resolve(SHUTDOWN);
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -496,8 +498,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
-    const dirty = this.#dirty.get(key);
-    if (dirty !== undefined) this.#push(dirty);
+    if (this.#dirty.has(key)) this.#push(key, this.#priorityOf.get(key) ?? DEFAULT_PRIORITY);
     this.#metrics?.workDuration?.((this.#clock.now() - started) / 1000, key);
     if (this.#processing.size === 0) {
       if (this.#unfinishedTimer !== undefined) {
@@ -597,37 +598,31 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   #add(key: K, priority: number): void {
-    const dirty = this.#dirty.get(key);
-    if (dirty !== undefined) {
-      if (priority > dirty.priority) this.#raise(dirty, priority);
+    if (this.#dirty.has(key)) {
+      const priorities = this.#priorityOf;
+      if (priorities.size === 0 && priority <= DEFAULT_PRIORITY) return;
+      const current = priorities.get(key) ?? DEFAULT_PRIORITY;
+      if (priority > current) this.#raise(key, current, priority);
       return;
     }
     const metrics = this.#metrics;
-    const entry: Dirty<K> = {
-      key,
-      priority,
-      addedAt: metrics ? this.#clock.now() : 0,
-      queued: false,
-    };
-    this.#dirty.set(key, entry);
+    this.#dirty.set(key, metrics ? this.#clock.now() : 0);
+    if (priority !== DEFAULT_PRIORITY) this.#priorityOf.set(key, priority);
     if (metrics !== undefined) {
       metrics.add?.(key, priority);
       if (metrics.depth) this.#countDepth(priority, 1);
     }
-    if (!this.#processing.has(key)) this.#push(entry);
+    if (!this.#processing.has(key)) this.#push(key, priority);
   }
 
   // A dirty key asked for at a higher priority: a queued one moves to the back of that
-  // priority's FIFO (a new entry; the old one is skipped), one being processed records it.
-  #raise(dirty: Dirty<K>, priority: number): void {
-    const old = dirty.priority;
-    if (dirty.queued) {
-      this.#ready.remove(dirty);
-      const entry: Dirty<K> = { key: dirty.key, priority, addedAt: dirty.addedAt, queued: false };
-      this.#dirty.set(dirty.key, entry);
-      this.#ready.push(entry);
-    } else {
-      dirty.priority = priority;
+  // priority's FIFO; for one being processed, the priority is kept for its `done`.
+  #raise(key: K, old: number, priority: number): void {
+    if (priority === DEFAULT_PRIORITY) this.#priorityOf.delete(key);
+    else this.#priorityOf.set(key, priority);
+    if (!this.#processing.has(key)) {
+      this.#ready.remove(key, old);
+      this.#ready.push(key, priority);
     }
     if (this.#metrics?.depth) {
       this.#countDepth(old, -1);
@@ -662,21 +657,26 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   // Queues a dirty key that is not being processed, or hands it to a waiting getter.
-  #push(entry: Dirty<K>): void {
+  #push(key: K, priority: number): void {
     const getter = this.#getters.shift();
     if (getter === undefined) {
-      this.#ready.push(entry);
+      this.#ready.push(key, priority);
       return;
     }
     // A getter only waits while the queue is empty, so handing over directly keeps order.
     getter.detach();
-    getter.resolve({ key: this.#start(entry), shutdown: false });
+    getter.resolve({ key: this.#start(key), shutdown: false });
   }
 
   // Moves a key from dirty to processing.
-  #start(entry: Dirty<K>): K {
-    const key = entry.key;
+  #start(key: K): K {
+    const addedAt = this.#dirty.get(key)!;
     this.#dirty.delete(key);
+    let priority = DEFAULT_PRIORITY;
+    if (this.#priorityOf.size > 0) {
+      priority = this.#priorityOf.get(key) ?? DEFAULT_PRIORITY;
+      this.#priorityOf.delete(key);
+    }
     const metrics = this.#metrics;
     if (metrics === undefined) {
       this.#processing.set(key, 0);
@@ -684,8 +684,8 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     }
     const now = this.#clock.now();
     this.#processing.set(key, now);
-    if (metrics.depth) this.#countDepth(entry.priority, -1);
-    metrics.queueDuration?.((now - entry.addedAt) / 1000, key);
+    if (metrics.depth) this.#countDepth(priority, -1);
+    metrics.queueDuration?.((now - addedAt) / 1000, key);
     if (metrics.unfinishedWork && this.#unfinishedTimer === undefined) {
       this.#unfinishedTimer = this.#clock.setTimeout(this.#reportUnfinished, this.#periodMs);
     }
