@@ -28,6 +28,7 @@ function standIn(items: KubeObject[]) {
     watchEvents: (_r: unknown, o: { signal?: AbortSignal }) =>
       (async function* () {
         await new Promise((resolve) => o.signal?.addEventListener("abort", resolve));
+        yield* []; // the watch ends without an event
       })(),
     apply: write("apply"),
     patch: write("patch"),
