@@ -37,6 +37,12 @@ export interface StormRun {
   editToReconcileMs: number;
   /** The same from when the edit was sent (includes the edit's own round trip), ms. */
   editToReconcileFromSendMs: number;
+  /**
+   * From the edit's response until the reconcile's converge work started (the finalizer on:
+   * kubeno's reconcile function, the Go peer's code after its finalizer patch), ms. The
+   * edited object had not been reconciled before, so this includes the finalizer's write.
+   */
+  editToWorkMs: number;
   /** From the edit's response until the update event reached the operator's cache, ms. */
   editToEventMs: number;
   /**
@@ -136,6 +142,7 @@ export function runStorm(
     const log = await readStartLog(startsPath);
     const start = log.R.get(target)?.find((s) => s.generation >= generation);
     const event = log.E.get(target)?.find((s) => s.generation >= generation);
+    const work = log.U.get(target)?.find((s) => s.generation >= generation);
     if (!start) {
       throw new Error(`${name} logged no reconcile of ${target} at generation ${generation}`);
     }
@@ -148,6 +155,7 @@ export function runStorm(
       editAtMs: editAt - contender.spawnedAt,
       editToReconcileMs: start.at - epoch(editAt),
       editToReconcileFromSendMs: start.at - epoch(sentAt),
+      editToWorkMs: work ? work.at - epoch(editAt) : NaN,
       editToEventMs: event ? event.at - epoch(editAt) : NaN,
       editToVisibleMs: visibleAt - editAt,
       reconcilesAhead: ahead,
