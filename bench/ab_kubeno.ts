@@ -75,8 +75,10 @@ for (const scenario of ["converge", "latency"]) {
   const now = m[`${scenario} now`] as Record<string, number>;
   for (const [k, v] of Object.entries(now)) {
     if (typeof v !== "number" || typeof before[k] !== "number") continue;
-    console.log(`${scenario} ${k}: before ${before[k].toFixed(2)}, now ${v.toFixed(2)}, ` +
-      `now / before ${(v / before[k]).toFixed(3)}×`);
+    console.log(
+      `${scenario} ${k}: before ${before[k].toFixed(2)}, now ${v.toFixed(2)}, ` +
+        `now / before ${(v / before[k]).toFixed(3)}×`,
+    );
   }
 }
 await Deno.remove(tmp, { recursive: true });
