@@ -226,7 +226,7 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     {
       code: 1,
       message:
-        /Gave up after waiting 1s for the Kubernetes API server.*127\.0\.0\.1:\d+.*; check that the cluster is running/,
+        /^myapp-operator: Gave up after waiting [\d.]+s for the Kubernetes API server \(--timeout=1s\): .*127\.0\.0\.1:\d+.*; check that the cluster is running/,
     },
   );
   const notUrl = `${tmp}/not-url.kubeconfig`;
