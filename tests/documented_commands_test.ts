@@ -10,6 +10,11 @@
 //   manifests --image IMG | kubectl apply -f -` (reported as skipped, with the reason, where
 //   `deno compile` cannot get its runtime).
 //
+// The commands use the operator's default ports (8080, 8081, 8443, 9443), as written: each test
+// that runs one first checks they are free and fails at once naming the process holding one
+// (tests/_ports.ts), instead of "address already in use" minutes later. Run this file under
+// `flock /tmp/kubeno-ports.lock`.
+//
 // Ctrl-C is SIGINT to the command's whole process group, which is what a terminal sends; the
 // command runs under `setsid` so that it has a group of its own, as a shell's job control
 // gives it.
@@ -18,6 +23,7 @@ import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
 import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
 import { alive, type Proc, Session } from "./_session.ts";
+import { assertDefaultPortsFree } from "./_ports.ts";
 
 const REPO = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
 const DENO = Deno.execPath();
@@ -73,7 +79,42 @@ async function ctrlCLeavesNothing(session: Session, mustHaveSeen: RegExp[], tmpD
   console.log(`${seen.length} processes seen, none left; ${tmpDir} removed`);
 }
 
+Deno.test("a default port already taken fails at once, naming the process that holds it", async () => {
+  // Something else listening on 8081 (the health probes' default), as another local operator.
+  const holder = new Deno.Command(DENO, {
+    args: [
+      "eval",
+      'Deno.listen({ hostname: "127.0.0.1", port: 8081 }); console.log("listening"); ' +
+      "setInterval(() => {}, 1000)",
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  try {
+    const reader = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    assert.equal((await reader.read()).value?.trim(), "listening");
+    reader.releaseLock();
+    const err = await assertDefaultPortsFree().then(() => undefined, (e: Error) => e);
+    assert.ok(err, "the check passed with port 8081 taken");
+    assert.match(
+      err.message,
+      new RegExp(
+        `^The operator's default ports must be free for this test, which runs the documented ` +
+          `commands as written: port 8081 is held by pid ${holder.pid} \\(.*deno eval .*\\)\\. ` +
+          `Stop that process and run the test again$`,
+      ),
+    );
+    console.log(err.message);
+  } finally {
+    holder.kill("SIGKILL");
+    await holder.status;
+    await holder.stdout.cancel().catch(() => {});
+  }
+  await assertDefaultPortsFree(); // free again
+});
+
 Deno.test("README: `deno task dev` follows the sample to Running; Ctrl-C leaves nothing behind", async () => {
+  await assertDefaultPortsFree();
   await using dev = new Session(DENO, ["task", "dev"], { cwd: REPO });
   const kubeconfig = await dev.waitForOutput(/export KUBECONFIG=(\S+)/, 300_000);
   await dev.waitForOutput(/dev: default\/myapp-sample: phase Running, ready 2\/2/, 300_000);
@@ -87,6 +128,7 @@ Deno.test("README: `deno task dev` follows the sample to Running; Ctrl-C leaves 
 });
 
 Deno.test("README: a generated project's `deno task dev` runs its operator; Ctrl-C leaves nothing behind", async () => {
+  await assertDefaultPortsFree();
   const tmp = await Deno.makeTempDir({ prefix: "kubeno-init-dev-" });
   try {
     // README: deno run -A jsr:@kubeno/kubeno/cli init myapp-operator \
