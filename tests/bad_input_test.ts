@@ -45,7 +45,7 @@ function oneLine(stderr: string): string {
 async function op(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number; line: string; stdout: string }> {
+): Promise<{ code: number; line: string; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", EXAMPLE, ...args],
     env: {
@@ -65,7 +65,7 @@ async function op(
   assert.equal(lines.length, 1, `expected one line on stderr, got:\n${stderr}`);
   assert.doesNotMatch(stderr, /^\s+at .+:\d+:\d+\)?$/m, `a stack trace on stderr:\n${stderr}`);
   assert.doesNotMatch(stderr, /this is a bug/, stderr);
-  return { code: out.code, line: lines[0], stdout: dec.decode(out.stdout) };
+  return { code: out.code, line: lines[0], stdout: dec.decode(out.stdout), stderr };
 }
 
 Deno.test("bad input: one line, the documented exit code, nothing half-applied", async (t) => {
@@ -95,6 +95,23 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     await admin.get(CustomResourceDefinition, CRD).then(() => true, () => false);
 
   // --- Kubeconfig and credentials: exit 1, before anything is installed. ---------------
+  await check(
+    "K0",
+    "no kubeconfig at all (no KUBECONFIG, no ~/.kube/config)",
+    "HOME=/empty KUBECONFIG= install",
+    cmd(["install"], {
+      KUBECONFIG: "",
+      HOME: tmp,
+      // The same Deno cache as this run, which would otherwise move with HOME.
+      DENO_DIR: Deno.env.get("DENO_DIR") ??
+        `${Deno.env.get("XDG_CACHE_HOME") ?? `${Deno.env.get("HOME")}/.cache`}/deno`,
+    }),
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot load kubeconfig ".*\/\.kube\/config": no kubeconfig found; set KUBECONFIG, pass a kubeconfig path, or run inside a cluster$/,
+    },
+  );
   await check(
     "K1",
     "missing kubeconfig file",
@@ -227,6 +244,26 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
       code: 1,
       message:
         /^myapp-operator: Gave up after waiting [\d.]+s for the Kubernetes API server \(--timeout=1s\): .*127\.0\.0\.1:\d+.*; check that the cluster is running/,
+    },
+  );
+  await check(
+    "K10b",
+    "unreadable --webhook-cert-path with the server unreachable: local configuration first",
+    "run --kubeconfig unreachable.kubeconfig --webhook-cert-path /no/such/dir",
+    async () => {
+      const r = await op([
+        ...["run", "--kubeconfig", unreachable, "--webhook-cert-path", "/no/such/dir"],
+        ...NO_ENDPOINTS,
+        "--startup-timeout=3s",
+      ]);
+      // At once: before any wait for the API server (which logs "Waiting for ..." at once).
+      assert.doesNotMatch(r.stderr, /Waiting for the Kubernetes API server/, r.stderr);
+      return r;
+    },
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot read webhook certificate from "\/no\/such\/dir": No such file or directory \(os error 2\).*\(expected tls\.crt and tls\.key\); --webhook-cert-path takes a directory holding tls\.crt and tls\.key$/,
     },
   );
   const notUrl = `${tmp}/not-url.kubeconfig`;

@@ -252,11 +252,33 @@ Deno.test("README: `manifests --image IMG | kubectl apply -f -` deploys the Myap
   await assertDeployed(cp.kubeconfigPath, kubectl);
 });
 
-Deno.test("README: `install`, then `manifests --image IMG | kubectl apply -f -`, as 'Installing into a cluster' shows", async () => {
+Deno.test("README: `install`, the namespace and a server dry run, then `manifests --image IMG | kubectl apply -f -`, as 'Installing into a cluster' shows", async () => {
   await using cp = await startControlPlane();
   const kubectl = cp.binary("kubectl");
   const install = await sh("deno run -A examples/myapp.ts install", cp.kubeconfigPath, kubectl);
   assert.equal(install.code, 0, `${install.stdout}\n${install.stderr}`);
+  // README: a server dry run first needs the namespace; without it, what the README says.
+  const dryRun =
+    `deno run -A examples/myapp.ts manifests --image ${IMG} | kubectl apply --dry-run=server -f -`;
+  const refused = await sh(dryRun, cp.kubeconfigPath, kubectl);
+  assert.equal(refused.code, 1, refused.stdout);
+  // (kubectl's own warnings about objects `install` created are not errors.)
+  const errors = refused.stderr.trim().split("\n").filter((l) => !l.startsWith("Warning: "));
+  assert.ok(errors.length > 0);
+  for (const line of errors) {
+    assert.equal(
+      line,
+      'Error from server (NotFound): error when creating "STDIN": namespaces "myapp-operator-system" not found',
+    );
+  }
+  const ns = await sh("kubectl create namespace myapp-operator-system", cp.kubeconfigPath, kubectl);
+  assert.equal(ns.code, 0, ns.stderr);
+  const checked = await sh(dryRun, cp.kubeconfigPath, kubectl);
+  assert.equal(checked.code, 0, `${checked.stdout}\n${checked.stderr}`);
+  const lines = checked.stdout.trim().split("\n");
+  assert.ok(lines.length >= 10, checked.stdout);
+  for (const line of lines) assert.match(line, / \(server dry run\)$/);
+  console.log(`dry run after creating the namespace: ${lines.length} objects accepted`);
   const apply = await sh(MANIFESTS_APPLY, cp.kubeconfigPath, kubectl);
   assert.equal(apply.code, 0, `${apply.stdout}\n${apply.stderr}`);
   assert.doesNotMatch(apply.stderr, /error|Error/, apply.stderr);
