@@ -123,3 +123,45 @@ Deno.test("install, uninstall, manifests and run print human log lines in a term
     await Deno.remove(kc);
   }
 });
+
+/** The first "Waiting for the Kubernetes API server" record of a command, then it is killed. */
+async function firstWait(args: string[], kc: string): Promise<Record<string, string>> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", "examples/myapp.ts", ...args, "--kubeconfig", kc],
+    cwd: ROOT,
+    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", KUBERNETES_SERVICE_HOST: "" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  try {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const line = text.split("\n").find((l) => l.includes(WAIT) && l.endsWith("}"));
+      if (line) return JSON.parse(line);
+    }
+    throw new Error(`no "${WAIT}" record:\n${text}`);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await child.status;
+  }
+}
+
+Deno.test("the documented defaults: install waits up to 60s (--timeout), run up to 2m (--startup-timeout)", async () => {
+  const kc = await kubeconfig();
+  try {
+    // The first wait is logged at the first failed attempt, with the time left, rounded.
+    const install = await firstWait(["install"], kc);
+    assert.equal(install.remaining, "1m", JSON.stringify(install));
+    const run = await firstWait(
+      ["run", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"],
+      kc,
+    );
+    assert.equal(run.remaining, "2m", JSON.stringify(run));
+  } finally {
+    await Deno.remove(kc);
+  }
+});
