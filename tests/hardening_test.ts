@@ -619,6 +619,7 @@ Deno.test("review fixes against a real API server", async (t) => {
       const roots: Record<string, string>[] = [
         { DENO_TLS_CA_STORE: "system", SSL_CERT_FILE: caFile, SSL_CERT_DIR: "/nonexistent" },
         { DENO_CERT: caFile },
+        { NODE_EXTRA_CA_CERTS: caFile },
       ];
       for (const env of roots) {
         const r = await probe({ ...path, ...env });
