@@ -318,8 +318,62 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     cmd(["install", "--kubeconfig", crdWriter]),
     { code: 1, message: /validatingwebhookconfigurations.*forbidden.*; grant the permission/i },
   );
+  // An invalid object: the second of two CRDs carries a CEL rule the API server cannot
+  // compile. install's dry run of every object refuses it, so the first is not applied either.
+  const invalidOp = `${tmp}/invalid_operator.ts`;
+  const src = (f: string) => JSON.stringify(new URL(`../src/${f}`, import.meta.url).href);
+  await Deno.writeTextFile(
+    invalidOp,
+    `import { z } from "zod";
+import { defineResource } from ${src("schema/define_resource.ts")};
+import { operator } from ${src("operator/operator.ts")};
+const Good = defineResource({ group: "invalid.kubeno.dev", version: "v1", kind: "Good",
+  spec: z.object({ n: z.int() }) });
+const Bad = defineResource({ group: "invalid.kubeno.dev", version: "v1", kind: "Bad",
+  spec: z.object({ n: z.int() }), validations: ["self.n >>> 1"] });
+await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
+  resources: [Good, Bad] }).main();
+`,
+  );
+  await check(
+    "K13b",
+    "install of an invalid object (a CEL rule that does not compile): dry-run first",
+    "install --kubeconfig admin.kubeconfig # the second CRD is invalid",
+    async () => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          ...[
+            "run",
+            "-A",
+            "--quiet",
+            "--config",
+            new URL("../deno.json", import.meta.url).pathname,
+          ],
+          ...[invalidOp, "install", "--kubeconfig", kc],
+        ],
+        env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = dec.decode(out.stderr);
+      const lines = stderr.split("\n").filter((l) => l.trim() && !l.startsWith("{"));
+      assert.equal(lines.length, 1, stderr);
+      return { code: out.code, line: lines[0] };
+    },
+    {
+      code: 1,
+      message:
+        /^invalid-operator: Cannot apply CustomResourceDefinition "bads\.invalid\.kubeno\.dev": Invalid: .*x-kubernetes-validations\[0\]\.rule: Invalid value: .*compilation failed/,
+    },
+  );
   await t.step("nothing was half-applied by the refused installs", async () => {
     assert.equal(await crdExists(), false, "no CRD was applied");
+    const good = await admin.get(CustomResourceDefinition, "goods.invalid.kubeno.dev").then(
+      () => true,
+      () => false,
+    );
+    assert.equal(good, false, "the valid CRD before the invalid one was not applied");
   });
   await check(
     "K14",

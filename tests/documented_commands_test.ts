@@ -127,6 +127,29 @@ Deno.test("README: `deno task dev` follows the sample to Running; Ctrl-C leaves 
   assert.match(dev.output, /dev: stopped/);
 });
 
+Deno.test("README: `deno task testenv:up` serves a control plane kubectl can use; Ctrl-C leaves nothing behind", async () => {
+  await using up = new Session(DENO, ["task", "testenv:up"], { cwd: REPO });
+  const kubeconfig = await up.waitForOutput(/export KUBECONFIG=(\S+)/, 300_000);
+  const kubectl = await up.waitForOutput(/kubectl: +(\S+)/, 60_000);
+  await up.waitForOutput(/Press Ctrl-C to stop\./, 60_000);
+  const ready = await new Deno.Command(kubectl[1], {
+    args: ["get", "--raw", "/readyz"],
+    env: { KUBECONFIG: kubeconfig[1] },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(
+    new TextDecoder().decode(ready.stdout),
+    "ok",
+    new TextDecoder().decode(ready.stderr),
+  );
+  await ctrlCLeavesNothing(
+    up,
+    [/\/etcd /, /\/kube-apiserver /],
+    dirname(kubeconfig[1]),
+  );
+});
+
 Deno.test("README: a generated project's `deno task dev` runs its operator; Ctrl-C leaves nothing behind", async () => {
   await assertDefaultPortsFree();
   const tmp = await Deno.makeTempDir({ prefix: "kubeno-init-dev-" });

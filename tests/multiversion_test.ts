@@ -386,13 +386,35 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
     });
 
     await t.step(
-      "install repairs what a killed local run left; in a cluster the operator points the CRD at its Service",
+      "the next local run, or install, repairs what a killed local run left; in a cluster the operator points the CRD at its Service",
       async () => {
+        const takenOver = () =>
+          waitFor(async () => {
+            const c = await client.get(CustomResourceDefinition, CRD);
+            return c.spec.conversion?.webhook?.clientConfig?.url !== undefined;
+          }, { timeoutMs: 90_000, intervalMs: 250, what: "the local run's take-over" });
+        // README: the next local run restores what a killed one saved, when it stops.
+        const killed = start(V1);
+        await takenOver();
+        await stop(killed, "SIGKILL");
+        const next = start(V1);
+        // The CRD still names the killed run's URL, the same as the next run's: wait for the
+        // next run's own word that it registered (serveWebhooks has returned).
+        await waitFor(() => next.logs.join("").includes("Serving admission webhooks at"), {
+          timeoutMs: 90_000,
+          what: "the next local run to serve and register",
+        });
+        assert.equal((await stop(next, "SIGTERM")).code, 0, next.logs.join(""));
+        const handedBack = await client.get(CustomResourceDefinition, CRD);
+        assert.equal(handedBack.spec.conversion?.webhook?.clientConfig?.url, undefined);
+        assert.equal(
+          handedBack.spec.conversion?.webhook?.clientConfig?.service?.name,
+          "myapp-operator-webhook",
+        );
+        assert.equal(handedBack.metadata.annotations?.["kubeno.dev/saved-by-local-run"], undefined);
+        // And `install` repairs what a killed run left.
         const again = start(V1);
-        await waitFor(async () => {
-          const c = await client.get(CustomResourceDefinition, CRD);
-          return c.spec.conversion?.webhook?.clientConfig?.url !== undefined;
-        }, { timeoutMs: 90_000, intervalMs: 250, what: "the local run's take-over" });
+        await takenOver();
         await stop(again, "SIGKILL");
         const install = await op(V1, "install");
         assert.equal(install.code, 0, install.stderr);
