@@ -222,9 +222,12 @@ Deno.test("sharded replicas under the generated RBAC: POD_NAME identities, rebal
       const cm = await c.metrics();
       assert.equal(sample(am, "kubeno_shard_owned"), 4, "a owns 4 shards");
       assert.equal(sample(cm, "kubeno_shard_owned"), 4, "the third owns 4 shards");
+      // How many a took and gave back depends on who joined first; at least the 2 it gave the
+      // third, each released only after its drain was measured.
+      const released = sample(am, "kubeno_shard_handoffs_total", { kind: "released" });
+      assert.ok(released >= 2, `a released ${released}`);
       assert.ok(sample(am, "kubeno_shard_handoffs_total", { kind: "acquired" }) >= 4);
-      assert.equal(sample(am, "kubeno_shard_handoffs_total", { kind: "released" }), 2);
-      assert.equal(sample(am, "kubeno_shard_drain_seconds_count"), 2, "a drained 2 shards");
+      assert.equal(sample(am, "kubeno_shard_drain_seconds_count"), released, "a drain per release");
       assert.equal(sample(cm, "kubeno_shard_handoffs_total", { kind: "released" }), 0);
       assert.ok(sample(cm, "kubeno_shard_handoffs_total", { kind: "acquired" }) >= 4);
       // The server filtered: nothing received was dropped on the client.
