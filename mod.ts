@@ -98,7 +98,13 @@ export {
   or,
   type Predicate,
 } from "./src/runtime/controller/predicates.ts";
-export { findCondition, isFalse, isTrue, setCondition } from "./src/core/conditions.ts";
+export {
+  type ConditionInput,
+  findCondition,
+  isFalse,
+  isTrue,
+  setCondition,
+} from "./src/core/conditions.ts";
 export { controllerOf, setControllerReference } from "./src/core/owner.ts";
 
 // Admission webhooks

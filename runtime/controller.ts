@@ -40,6 +40,7 @@ export {
   TerminalError,
   type WatchSpec,
 } from "../src/runtime/controller/reconcile.ts";
+export type { ApplyObject } from "../src/client/types.ts";
 export type {
   CachedKind,
   CacheRole,

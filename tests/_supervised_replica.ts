@@ -31,8 +31,11 @@ export interface Exit {
   code: number;
   signal: Deno.Signal | null;
   reason: string;
-  /** One of the reasons the scenario allows: the harness's SIGKILL or a Lease loss. */
-  expected: boolean;
+  /**
+   * What ended it: the harness's SIGKILL, exit 1 after losing a Lease (leader election) or the
+   * sharding membership, or anything else. Each scenario says which of them it allows.
+   */
+  kind: "sigkill" | "lease-lost" | "unexpected";
 }
 
 /** One process of a replica, with its stderr log lines (JSON) collected as they come. */
@@ -205,18 +208,18 @@ function classify(
     signal: status.signal,
   };
   if (inst.killedWith === "SIGKILL" && status.signal === "SIGKILL") {
-    return { ...base, reason: "SIGKILL sent by the harness (the leader killed)", expected: true };
+    return { ...base, reason: "SIGKILL sent by the harness", kind: "sigkill" };
   }
   const lost = inst.lines.find((l) => /Lost the Lease|Lost sharding membership/.test(l.raw));
   if (status.code === 1 && lost) {
     const why = inst.logged("Lost lease")[0]?.json?.msg ?? lost.raw;
-    return { ...base, reason: `Lease lost: ${why}`, expected: true };
+    return { ...base, reason: `Lease lost: ${why}`, kind: "lease-lost" };
   }
   const last = inst.lines.at(-1)?.raw ?? "(no output)";
   return {
     ...base,
     reason: `unexpected exit (code ${status.code}, signal ${status.signal}): ${last}`,
-    expected: false,
+    kind: "unexpected",
   };
 }
 

@@ -34,11 +34,18 @@ interface Row {
 }
 const rows: Row[] = [];
 
+/** kubectl's error, which must be one line (a warning line before it is kubectl's own). */
+function oneLine(stderr: string): string {
+  const lines = stderr.split("\n").filter((l) => l.trim() && !l.startsWith("Warning: "));
+  assert.equal(lines.length, 1, `expected one line on stderr, got:\n${stderr}`);
+  return lines[0];
+}
+
 /** The operator program as a user runs it; returns the exit code and the error line. */
 async function op(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number; line: string; stdout: string }> {
+): Promise<{ code: number; line: string; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", EXAMPLE, ...args],
     env: {
@@ -58,7 +65,7 @@ async function op(
   assert.equal(lines.length, 1, `expected one line on stderr, got:\n${stderr}`);
   assert.doesNotMatch(stderr, /^\s+at .+:\d+:\d+\)?$/m, `a stack trace on stderr:\n${stderr}`);
   assert.doesNotMatch(stderr, /this is a bug/, stderr);
-  return { code: out.code, line: lines[0], stdout: dec.decode(out.stdout) };
+  return { code: out.code, line: lines[0], stdout: dec.decode(out.stdout), stderr };
 }
 
 Deno.test("bad input: one line, the documented exit code, nothing half-applied", async (t) => {
@@ -89,6 +96,23 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
 
   // --- Kubeconfig and credentials: exit 1, before anything is installed. ---------------
   await check(
+    "K0",
+    "no kubeconfig at all (no KUBECONFIG, no ~/.kube/config)",
+    "HOME=/empty KUBECONFIG= install",
+    cmd(["install"], {
+      KUBECONFIG: "",
+      HOME: tmp,
+      // The same Deno cache as this run, which would otherwise move with HOME.
+      DENO_DIR: Deno.env.get("DENO_DIR") ??
+        `${Deno.env.get("XDG_CACHE_HOME") ?? `${Deno.env.get("HOME")}/.cache`}/deno`,
+    }),
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot load kubeconfig ".*\/\.kube\/config": no kubeconfig found; set KUBECONFIG, pass a kubeconfig path, or run inside a cluster$/,
+    },
+  );
+  await check(
     "K1",
     "missing kubeconfig file",
     "install --kubeconfig /nonexistent/kubeconfig",
@@ -104,7 +128,11 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     "KUBECONFIG names no file",
     "KUBECONFIG=/nonexistent/a:/nonexistent/b install",
     cmd(["install"], { KUBECONFIG: "/nonexistent/a:/nonexistent/b" }),
-    { code: 1, message: /KUBECONFIG.*no existing file|does not exist/ },
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot load kubeconfig "\/nonexistent\/a:\/nonexistent\/b": KUBECONFIG names no existing file; pass --kubeconfig PATH or set KUBECONFIG$/,
+    },
   );
   const badYaml = `${tmp}/bad.yaml`;
   await Deno.writeTextFile(badYaml, "apiVersion: v1\nkind: Config\nclusters: [unclosed\n");
@@ -126,7 +154,11 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     "kubeconfig without clusters or contexts",
     "install --kubeconfig empty.yaml",
     cmd(["install", "--kubeconfig", empty]),
-    { code: 1, message: /Cannot load kubeconfig ".*empty\.yaml": .*; fix the file|pass/ },
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot load kubeconfig ".*\/empty\.yaml": it defines no clusters and no contexts; fix the file, or pass another one with --kubeconfig$/,
+    },
   );
   await check(
     "K5",
@@ -211,7 +243,27 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     {
       code: 1,
       message:
-        /Gave up after waiting 1s for the Kubernetes API server.*127\.0\.0\.1:\d+.*; check that the cluster is running/,
+        /^myapp-operator: Gave up after waiting [\d.]+s for the Kubernetes API server \(--timeout=1s\): .*127\.0\.0\.1:\d+.*; check that the cluster is running/,
+    },
+  );
+  await check(
+    "K10b",
+    "unreadable --webhook-cert-path with the server unreachable: local configuration first",
+    "run --kubeconfig unreachable.kubeconfig --webhook-cert-path /no/such/dir",
+    async () => {
+      const r = await op([
+        ...["run", "--kubeconfig", unreachable, "--webhook-cert-path", "/no/such/dir"],
+        ...NO_ENDPOINTS,
+        "--startup-timeout=3s",
+      ]);
+      // At once: before any wait for the API server (which logs "Waiting for ..." at once).
+      assert.doesNotMatch(r.stderr, /Waiting for the Kubernetes API server/, r.stderr);
+      return r;
+    },
+    {
+      code: 1,
+      message:
+        /^myapp-operator: Cannot read webhook certificate from "\/no\/such\/dir": No such file or directory \(os error 2\).*\(expected tls\.crt and tls\.key\); --webhook-cert-path takes a directory holding tls\.crt and tls\.key$/,
     },
   );
   const notUrl = `${tmp}/not-url.kubeconfig`;
@@ -266,8 +318,62 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
     cmd(["install", "--kubeconfig", crdWriter]),
     { code: 1, message: /validatingwebhookconfigurations.*forbidden.*; grant the permission/i },
   );
+  // An invalid object: the second of two CRDs carries a CEL rule the API server cannot
+  // compile. install's dry run of every object refuses it, so the first is not applied either.
+  const invalidOp = `${tmp}/invalid_operator.ts`;
+  const src = (f: string) => JSON.stringify(new URL(`../src/${f}`, import.meta.url).href);
+  await Deno.writeTextFile(
+    invalidOp,
+    `import { z } from "zod";
+import { defineResource } from ${src("schema/define_resource.ts")};
+import { operator } from ${src("operator/operator.ts")};
+const Good = defineResource({ group: "invalid.kubeno.dev", version: "v1", kind: "Good",
+  spec: z.object({ n: z.int() }) });
+const Bad = defineResource({ group: "invalid.kubeno.dev", version: "v1", kind: "Bad",
+  spec: z.object({ n: z.int() }), validations: ["self.n >>> 1"] });
+await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
+  resources: [Good, Bad] }).main();
+`,
+  );
+  await check(
+    "K13b",
+    "install of an invalid object (a CEL rule that does not compile): dry-run first",
+    "install --kubeconfig admin.kubeconfig # the second CRD is invalid",
+    async () => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          ...[
+            "run",
+            "-A",
+            "--quiet",
+            "--config",
+            new URL("../deno.json", import.meta.url).pathname,
+          ],
+          ...[invalidOp, "install", "--kubeconfig", kc],
+        ],
+        env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = dec.decode(out.stderr);
+      const lines = stderr.split("\n").filter((l) => l.trim() && !l.startsWith("{"));
+      assert.equal(lines.length, 1, stderr);
+      return { code: out.code, line: lines[0] };
+    },
+    {
+      code: 1,
+      message:
+        /^invalid-operator: Cannot apply CustomResourceDefinition "bads\.invalid\.kubeno\.dev": Invalid: .*x-kubernetes-validations\[0\]\.rule: Invalid value: .*compilation failed/,
+    },
+  );
   await t.step("nothing was half-applied by the refused installs", async () => {
     assert.equal(await crdExists(), false, "no CRD was applied");
+    const good = await admin.get(CustomResourceDefinition, "goods.invalid.kubeno.dev").then(
+      () => true,
+      () => false,
+    );
+    assert.equal(good, false, "the valid CRD before the invalid one was not applied");
   });
   await check(
     "K14",
@@ -517,8 +623,7 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
         stdout: "piped",
         stderr: "piped",
       }).output();
-      const lines = dec.decode(out.stderr).trim().split("\n").filter(Boolean);
-      return { code: out.code, line: lines.join(" ") };
+      return { code: out.code, line: oneLine(dec.decode(out.stderr)) };
     };
     const invalid = (
       id: string,
@@ -620,7 +725,7 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
         stdout: "piped",
         stderr: "piped",
       }).output();
-      return { code: out.code, line: dec.decode(out.stderr).trim().split("\n").join(" ") };
+      return { code: out.code, line: out.code === 0 ? "" : oneLine(dec.decode(out.stderr)) };
     };
     await check(
       "C9",

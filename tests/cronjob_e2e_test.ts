@@ -3,14 +3,51 @@
 // control plane with workloads, so that Jobs' pods run on kwok's fake nodes. Schedules are
 // seconds-level (`*/2 * * * * *`) so runs come every two seconds; kwok's per-pod stage
 // annotations decide whether a Job's pod completes at once or runs for an hour.
+//
+// The README's commands run as written, in the checkout with the cluster in KUBECONFIG:
+// `deno run -A examples/cronjob.ts install`, then `run` (no flag: the default ports, so this
+// file runs under `flock /tmp/kubeno-ports.lock`), then `kubectl apply -f
+// examples/cronjob-sample.yaml`, whose first Job is awaited. Only the lagged operator of the
+// second step gets flags: it must talk through the lag proxy.
 import assert from "node:assert/strict";
 import { createClient, Event, isNotFound, Job, Namespace } from "../mod.ts";
 import { startControlPlane, startLagProxy } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
 import { CronJob, type CronJobObject, SCHEDULED_AT } from "../examples/cronjob.ts";
-import { startExample, waitFor } from "./_helpers.ts";
+import { type RunningExample, startExample, waitFor } from "./_helpers.ts";
+import { assertDefaultPortsFree } from "./_ports.ts";
 
+const ROOT = new URL("..", import.meta.url).pathname;
 const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
+
+/** `deno run -A examples/cronjob.ts <args>` typed in the checkout, stderr collected. */
+function asDocumented(args: string[], env: Record<string, string>): RunningExample {
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "examples/cronjob.ts", ...args],
+    cwd: ROOT,
+    env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let logs = "";
+  const pump = (async () => {
+    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
+  })();
+  return {
+    proc,
+    logs: () => logs,
+    lines: (re) => logs.split("\n").filter((l) => re.test(l)),
+    async stop(signal = "SIGTERM") {
+      try {
+        proc.kill(signal);
+      } catch { /* exited */ }
+      const status = await proc.status;
+      await pump.catch(() => {});
+      return status;
+    },
+  };
+}
 const NS = "default";
 
 /**
@@ -59,10 +96,15 @@ function cronJob(
 }
 
 Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, suspend, GC", async (t) => {
+  await assertDefaultPortsFree();
   await using cp = await startControlPlane({ workloads: true });
   using client = await createClient({ kubeconfig: cp.kubeconfigPath, fieldManager: "tester" });
-  const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
-  const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
+  const env = {
+    NO_COLOR: "1",
+    KUBECONFIG: cp.kubeconfigPath,
+    POD_NAMESPACE: "",
+    WATCH_NAMESPACE: "",
+  };
 
   const jobsOf = async (cron: string) =>
     (await client.list(Job, { namespace: NS })).items.filter((j) =>
@@ -78,7 +120,8 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
 
   await t.step("install applies the CRD", async () => {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", EXAMPLE, "install", kubeconfig],
+      args: ["run", "-A", "examples/cronjob.ts", "install"],
+      cwd: ROOT,
       env,
       stdout: "piped",
       stderr: "piped",
@@ -180,15 +223,16 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
     },
   );
 
-  const operator = startExample(EXAMPLE, [
-    kubeconfig,
-    `--namespace=${NS}`,
-    "--metrics-bind-address=0",
-    "--health-probe-bind-address=0",
-  ], env);
+  const operator = asDocumented(["run"], env);
   const logLines = operator.lines;
 
   try {
+    // The sample, applied as the README says; its schedule is every minute, so its first Job
+    // is awaited at the end, after the steps below.
+    const sample = await cp.kubectl("apply", "-f", `${ROOT}examples/cronjob-sample.yaml`);
+    assert.equal(sample.code, 0, sample.stderr);
+    assert.equal(sample.stdout.trim(), "cronjob.batch.kubeno.dev/cronjob-sample created");
+
     await t.step(
       "a schedule creates Jobs on time; the history limit deletes old ones",
       async () => {
@@ -349,6 +393,18 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
         );
       }
       assert.deepEqual(late.map((j) => j.metadata.name), [], "no run after the suspend");
+    });
+
+    await t.step("the README's sample (every minute) gets its Job", async () => {
+      const jobs = await waitFor(async () => {
+        const js = await jobsOf("cronjob-sample");
+        return js.length > 0 ? js : undefined;
+      }, { timeoutMs: 120_000, intervalMs: 1_000, what: "the first Job of cronjob-sample" });
+      const sample = await client.get(CronJob, "cronjob-sample", { namespace: NS });
+      assert.equal(sample.spec.startingDeadlineSeconds, 60);
+      // A minute boundary, as "*/1 * * * *" schedules.
+      assert.match(jobs[0].metadata.annotations![SCHEDULED_AT], /T\d\d:\d\d:00(\.000)?Z$/);
+      assert.equal(jobs[0].spec?.template.spec?.containers[0].image, "busybox:1.36");
     });
 
     await t.step("deleting a CronJob garbage-collects its Jobs", async () => {

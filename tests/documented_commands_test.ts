@@ -10,6 +10,11 @@
 //   manifests --image IMG | kubectl apply -f -` (reported as skipped, with the reason, where
 //   `deno compile` cannot get its runtime).
 //
+// The commands use the operator's default ports (8080, 8081, 8443, 9443), as written: each test
+// that runs one first checks they are free and fails at once naming the process holding one
+// (tests/_ports.ts), instead of "address already in use" minutes later. Run this file under
+// `flock /tmp/kubeno-ports.lock`.
+//
 // Ctrl-C is SIGINT to the command's whole process group, which is what a terminal sends; the
 // command runs under `setsid` so that it has a group of its own, as a shell's job control
 // gives it.
@@ -18,6 +23,7 @@ import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
 import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
 import { alive, type Proc, Session } from "./_session.ts";
+import { assertDefaultPortsFree } from "./_ports.ts";
 
 const REPO = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
 const DENO = Deno.execPath();
@@ -73,7 +79,42 @@ async function ctrlCLeavesNothing(session: Session, mustHaveSeen: RegExp[], tmpD
   console.log(`${seen.length} processes seen, none left; ${tmpDir} removed`);
 }
 
+Deno.test("a default port already taken fails at once, naming the process that holds it", async () => {
+  // Something else listening on 8081 (the health probes' default), as another local operator.
+  const holder = new Deno.Command(DENO, {
+    args: [
+      "eval",
+      'Deno.listen({ hostname: "127.0.0.1", port: 8081 }); console.log("listening"); ' +
+      "setInterval(() => {}, 1000)",
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  try {
+    const reader = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    assert.equal((await reader.read()).value?.trim(), "listening");
+    reader.releaseLock();
+    const err = await assertDefaultPortsFree().then(() => undefined, (e: Error) => e);
+    assert.ok(err, "the check passed with port 8081 taken");
+    assert.match(
+      err.message,
+      new RegExp(
+        `^The operator's default ports must be free for this test, which runs the documented ` +
+          `commands as written: port 8081 is held by pid ${holder.pid} \\(.*deno eval .*\\)\\. ` +
+          `Stop that process and run the test again$`,
+      ),
+    );
+    console.log(err.message);
+  } finally {
+    holder.kill("SIGKILL");
+    await holder.status;
+    await holder.stdout.cancel().catch(() => {});
+  }
+  await assertDefaultPortsFree(); // free again
+});
+
 Deno.test("README: `deno task dev` follows the sample to Running; Ctrl-C leaves nothing behind", async () => {
+  await assertDefaultPortsFree();
   await using dev = new Session(DENO, ["task", "dev"], { cwd: REPO });
   const kubeconfig = await dev.waitForOutput(/export KUBECONFIG=(\S+)/, 300_000);
   await dev.waitForOutput(/dev: default\/myapp-sample: phase Running, ready 2\/2/, 300_000);
@@ -86,7 +127,31 @@ Deno.test("README: `deno task dev` follows the sample to Running; Ctrl-C leaves 
   assert.match(dev.output, /dev: stopped/);
 });
 
+Deno.test("README: `deno task testenv:up` serves a control plane kubectl can use; Ctrl-C leaves nothing behind", async () => {
+  await using up = new Session(DENO, ["task", "testenv:up"], { cwd: REPO });
+  const kubeconfig = await up.waitForOutput(/export KUBECONFIG=(\S+)/, 300_000);
+  const kubectl = await up.waitForOutput(/kubectl: +(\S+)/, 60_000);
+  await up.waitForOutput(/Press Ctrl-C to stop\./, 60_000);
+  const ready = await new Deno.Command(kubectl[1], {
+    args: ["get", "--raw", "/readyz"],
+    env: { KUBECONFIG: kubeconfig[1] },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(
+    new TextDecoder().decode(ready.stdout),
+    "ok",
+    new TextDecoder().decode(ready.stderr),
+  );
+  await ctrlCLeavesNothing(
+    up,
+    [/\/etcd /, /\/kube-apiserver /],
+    dirname(kubeconfig[1]),
+  );
+});
+
 Deno.test("README: a generated project's `deno task dev` runs its operator; Ctrl-C leaves nothing behind", async () => {
+  await assertDefaultPortsFree();
   const tmp = await Deno.makeTempDir({ prefix: "kubeno-init-dev-" });
   try {
     // README: deno run -A jsr:@kubeno/kubeno/cli init myapp-operator \
@@ -210,11 +275,33 @@ Deno.test("README: `manifests --image IMG | kubectl apply -f -` deploys the Myap
   await assertDeployed(cp.kubeconfigPath, kubectl);
 });
 
-Deno.test("README: `install`, then `manifests --image IMG | kubectl apply -f -`, as 'Installing into a cluster' shows", async () => {
+Deno.test("README: `install`, the namespace and a server dry run, then `manifests --image IMG | kubectl apply -f -`, as 'Installing into a cluster' shows", async () => {
   await using cp = await startControlPlane();
   const kubectl = cp.binary("kubectl");
   const install = await sh("deno run -A examples/myapp.ts install", cp.kubeconfigPath, kubectl);
   assert.equal(install.code, 0, `${install.stdout}\n${install.stderr}`);
+  // README: a server dry run first needs the namespace; without it, what the README says.
+  const dryRun =
+    `deno run -A examples/myapp.ts manifests --image ${IMG} | kubectl apply --dry-run=server -f -`;
+  const refused = await sh(dryRun, cp.kubeconfigPath, kubectl);
+  assert.equal(refused.code, 1, refused.stdout);
+  // (kubectl's own warnings about objects `install` created are not errors.)
+  const errors = refused.stderr.trim().split("\n").filter((l) => !l.startsWith("Warning: "));
+  assert.ok(errors.length > 0);
+  for (const line of errors) {
+    assert.equal(
+      line,
+      'Error from server (NotFound): error when creating "STDIN": namespaces "myapp-operator-system" not found',
+    );
+  }
+  const ns = await sh("kubectl create namespace myapp-operator-system", cp.kubeconfigPath, kubectl);
+  assert.equal(ns.code, 0, ns.stderr);
+  const checked = await sh(dryRun, cp.kubeconfigPath, kubectl);
+  assert.equal(checked.code, 0, `${checked.stdout}\n${checked.stderr}`);
+  const lines = checked.stdout.trim().split("\n");
+  assert.ok(lines.length >= 10, checked.stdout);
+  for (const line of lines) assert.match(line, / \(server dry run\)$/);
+  console.log(`dry run after creating the namespace: ${lines.length} objects accepted`);
   const apply = await sh(MANIFESTS_APPLY, cp.kubeconfigPath, kubectl);
   assert.equal(apply.code, 0, `${apply.stdout}\n${apply.stderr}`);
   assert.doesNotMatch(apply.stderr, /error|Error/, apply.stderr);

@@ -5,7 +5,14 @@
 // other values render what they say; and against a control plane with workloads, `helm
 // install` gets the CRDs Established, the RBAC in place and the operator's Deployment Ready
 // on kwok's fake nodes, `helm upgrade --set-string image.tag=...` rolls it, and `helm
-// uninstall` removes the release but leaves the CRDs.
+// uninstall` removes the release but leaves the CRDs and the custom resources.
+//
+// The README's commands ("Installing with Helm"), as written: `deno run -A examples/myapp.ts
+// manifests --helm chart`, `helm install myapp-operator ./chart --namespace
+// myapp-operator-system --create-namespace`, `helm upgrade ... --set-string image.tag=0.1.1`,
+// `helm uninstall ...`, with the cluster in KUBECONFIG; and `kubectl apply --server-side -f
+// chart/crds/`, which the README gives for a newer release's CRDs. They run in a temporary
+// folder (where `chart` is written) instead of the checkout.
 //
 // Under kwok "Ready" means: the Deployment controller created the pod, the API server admitted
 // it (ServiceAccount, security context, volumes), the scheduler placed it on a fake node, and
@@ -13,6 +20,7 @@
 // readiness probe is not consulted. The operator running in a cluster is shown elsewhere (the
 // examples' local runs, the chaos tests).
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { createClient, Deployment, isNotFound } from "../mod.ts";
 import { ClusterRole, CustomResourceDefinition, ServiceAccount } from "../core.ts";
@@ -22,7 +30,8 @@ import type { KubeObject } from "../src/core/object.ts";
 import { findHelm } from "./_helm.ts";
 import { waitFor } from "./_helpers.ts";
 
-const EXAMPLE = new URL("../examples/myapp_v1.ts", import.meta.url).pathname;
+const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
+const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const NAME = "myapp-operator";
 const NS = "myapp-operator-system";
 const CRD = "myapps.apps.kubeno.dev";
@@ -30,19 +39,19 @@ const helm = await findHelm();
 const dec = new TextDecoder();
 const skipped = helm.path ? "" : ` (skipped: ${helm.reason})`;
 
-async function run(cmd: string, args: string[], env: Record<string, string> = {}) {
-  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" })
+async function run(cmd: string, args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const out = await new Deno.Command(cmd, { args, env, cwd, stdout: "piped", stderr: "piped" })
     .output();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-/** The example's program: `manifests` and `manifests --helm DIR`. */
-function operator(...args: string[]) {
-  return run(Deno.execPath(), ["run", "-A", "--quiet", EXAMPLE, ...args], {
+/** The example's program: `manifests` and `manifests --helm chart`, run in `cwd`. */
+function operator(cwd: string | undefined, ...args: string[]) {
+  return run(Deno.execPath(), ["run", "-A", EXAMPLE, ...args], {
     NO_COLOR: "1",
     POD_NAMESPACE: "",
     WATCH_NAMESPACE: "",
-  });
+  }, cwd);
 }
 
 const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
@@ -50,11 +59,11 @@ const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.meta
 async function withChart(fn: (dir: string, helmEnv: Record<string, string>) => Promise<void>) {
   const dir = await Deno.makeTempDir({ prefix: "kubeno-chart-" });
   try {
-    const written = await operator("manifests", "--helm", `${dir}/chart`);
+    const written = await operator(dir, "manifests", "--helm", "chart");
     assert.equal(written.code, 0, written.stderr);
     assert.match(
       written.stdout,
-      /^Helm chart myapp-operator written to .*\/chart \(\d+ files\)\n$/,
+      /^Helm chart myapp-operator written to chart \(\d+ files\)\n$/,
     );
     await fn(`${dir}/chart`, {
       HELM_CACHE_HOME: `${dir}/helm/cache`,
@@ -85,7 +94,7 @@ Deno.test({
       );
       assert.equal(template.code, 0, template.stderr);
       const rendered = fromYaml(template.stdout) as KubeObject[];
-      const manifests = await operator("manifests");
+      const manifests = await operator(undefined, "manifests");
       assert.equal(manifests.code, 0, manifests.stderr);
       const printed = fromYaml(manifests.stdout) as KubeObject[];
       // The one difference, by design: the release's namespace is helm's to create.
@@ -129,7 +138,7 @@ Deno.test({
         "--set",
         "tolerations[0].operator=Exists",
         "--set-string",
-        "image.tag=0.2.1",
+        "image.tag=0.1.1",
       ], env);
       assert.equal(set.code, 0, set.stderr);
       const objs = fromYaml(set.stdout) as any[];
@@ -137,7 +146,7 @@ Deno.test({
       const c = dep.spec.template.spec.containers[0];
       assert.equal(dep.metadata.namespace, "ops");
       assert.equal(dep.spec.replicas, 2);
-      assert.equal(c.image, "ghcr.io/kubeno/myapp-operator:0.2.1");
+      assert.equal(c.image, "ghcr.io/kubeno/myapp-operator:0.1.1");
       assert.deepEqual(c.args, [
         "run",
         "--metrics-bind-address=0",
@@ -187,8 +196,11 @@ Deno.test({
     withChart(async (chart, env) => {
       await using cp = await startControlPlane({ workloads: true });
       using client = await createClient({ kubeconfig: cp.kubeconfigPath });
-      const h = (...args: string[]) =>
-        run(helm.path!, [...args, "--kubeconfig", cp.kubeconfigPath, "--namespace", NS], env);
+      // The user's shell: in the folder holding ./chart, the cluster in KUBECONFIG.
+      const dir = dirname(chart);
+      const shellEnv = { ...env, KUBECONFIG: cp.kubeconfigPath };
+      const h = (...args: string[]) => run(helm.path!, args, shellEnv, dir);
+      const kubectl = (...args: string[]) => run(cp.binary("kubectl"), args, shellEnv, dir);
       const deploymentReady = (image: string) =>
         waitFor(async () => {
           const d = await client.get(Deployment, NAME, { namespace: NS });
@@ -200,7 +212,7 @@ Deno.test({
             : undefined;
         }, { timeoutMs: 120_000, intervalMs: 250, what: `the Deployment Ready with ${image}` });
 
-      const install = await h("install", NAME, chart, "--create-namespace");
+      const install = await h("install", NAME, "./chart", "--namespace", NS, "--create-namespace");
       assert.equal(install.code, 0, install.stderr);
       console.log(`helm install: ${
         install.stdout.split("\n").filter((l) => /^(NAME|STATUS|REVISION):/.test(l)).join(", ")
@@ -214,7 +226,7 @@ Deno.test({
           ? c
           : undefined;
       }, { what: "the CRD Established" });
-      assert.deepEqual(crd.spec.versions.map((v) => v.name), ["v1", "v1alpha1"]);
+      assert.deepEqual(crd.spec.versions.map((v) => v.name), ["v1alpha1"]);
 
       // RBAC in place: what the controllers touch is allowed, nothing else.
       const sa = `system:serviceaccount:${NS}:${NAME}`;
@@ -225,19 +237,36 @@ Deno.test({
       assert.equal(await can("watch", CRD), "yes");
       assert.equal(await can("patch", "myapps/status", "-n", "default"), "yes");
       assert.equal(await can("create", "deployments.apps", "-n", "default"), "yes");
-      assert.equal(await can("update", `customresourcedefinitions/${CRD}`), "yes");
+      // No conversion webhook in examples/myapp.ts: its CRD is not the operator's to update.
+      assert.equal(await can("update", `customresourcedefinitions/${CRD}`), "no");
       assert.equal(await can("update", "customresourcedefinitions/other.example.com"), "no");
       assert.equal(await can("create", "leases.coordination.k8s.io", "-n", NS), "yes");
       assert.equal(await can("get", "secrets", "-n", "default"), "no");
 
-      const first = await deploymentReady("ghcr.io/kubeno/myapp-operator:0.2.0");
+      const first = await deploymentReady("ghcr.io/kubeno/myapp-operator:0.1.0");
       const pods = await cp.kubectl("get", "pods", "-n", NS, "-o", "wide");
       console.log(`after install:\n${pods.stdout.trim()}`);
 
-      const upgrade = await h("upgrade", NAME, chart, "--set-string", "image.tag=0.2.1");
+      // README: a newer release's CRDs go in with `kubectl apply --server-side -f chart/crds/`
+      // before `helm upgrade` (Helm never updates crds/).
+      const crds = await kubectl("apply", "--server-side", "-f", "chart/crds/");
+      assert.equal(crds.code, 0, crds.stderr);
+      assert.equal(
+        crds.stdout.trim(),
+        `customresourcedefinition.apiextensions.k8s.io/${CRD} serverside-applied`,
+      );
+      const upgrade = await h(
+        "upgrade",
+        NAME,
+        "./chart",
+        "--namespace",
+        NS,
+        "--set-string",
+        "image.tag=0.1.1",
+      );
       assert.equal(upgrade.code, 0, upgrade.stderr);
       assert.match(upgrade.stdout, /REVISION: 2/);
-      const second = await deploymentReady("ghcr.io/kubeno/myapp-operator:0.2.1");
+      const second = await deploymentReady("ghcr.io/kubeno/myapp-operator:0.1.1");
       assert.ok(second.metadata.generation! > first.metadata.generation!);
       // The rollout replaced the pod: the one left runs the new image.
       await waitFor(async () => {
@@ -250,12 +279,12 @@ Deno.test({
           'jsonpath={range .items[*]}{.spec.containers[0].image} {.status.phase}{"\\n"}{end}',
         );
         const lines = r.stdout.trim().split("\n").filter(Boolean);
-        return lines.length === 1 && lines[0] === "ghcr.io/kubeno/myapp-operator:0.2.1 Running";
+        return lines.length === 1 && lines[0] === "ghcr.io/kubeno/myapp-operator:0.1.1 Running";
       }, { timeoutMs: 120_000, intervalMs: 250, what: "only the upgraded pod left" });
-      const history = await h("history", NAME);
+      const history = await h("history", NAME, "--namespace", NS);
       console.log(`helm history:\n${history.stdout.trim()}`);
 
-      const uninstall = await h("uninstall", NAME);
+      const uninstall = await h("uninstall", NAME, "--namespace", NS);
       assert.equal(uninstall.code, 0, uninstall.stderr);
       console.log(`helm uninstall: ${uninstall.stdout.trim()}`);
       await waitFor(async () => {
@@ -280,5 +309,17 @@ Deno.test({
         kept.status?.conditions?.some((x) => x.type === "Established" && x.status === "True"),
       );
       console.log(`after uninstall: CRD ${CRD} still Established`);
+
+      // And the custom resources with it: a Myapp made now (no webhook is registered while
+      // no release is installed) outlives another install and uninstall.
+      const sample = await kubectl("apply", "-f", SAMPLE);
+      assert.equal(sample.code, 0, sample.stderr);
+      const again = await h("install", NAME, "./chart", "--namespace", NS, "--create-namespace");
+      assert.equal(again.code, 0, again.stderr);
+      const gone = await h("uninstall", NAME, "--namespace", NS);
+      assert.equal(gone.code, 0, gone.stderr);
+      const left = await kubectl("get", "myapps", "-n", "default", "-o", "name");
+      assert.equal(left.stdout.trim(), "myapp.apps.kubeno.dev/myapp-sample", left.stderr);
+      console.log(`after a second install and uninstall: ${left.stdout.trim()} still there`);
     }),
 });

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { waitFor } from "./_helpers.ts";
+import { assertDefaultPortsFree } from "./_ports.ts";
 
 const REPO = new URL("../", import.meta.url);
 const README = new URL("README.md", REPO);
@@ -104,20 +105,19 @@ const testBlock = tsBlocks.find((b) => b.code.includes("Deno.test("));
 
 Deno.test("README: the operator block installs, reconciles the sample to Running, and its webhook refuses 101 replicas", async (t) => {
   assert.ok(operatorBlock, "no README block runs an operator");
+  // As a user runs it: `deno run -A <file> install`, then `deno run -A <file> run`, the
+  // cluster in KUBECONFIG and no other flag (the default ports: run under the ports lock).
+  await assertDefaultPortsFree();
   await using p = await project();
   await using cp = await startControlPlane({ workloads: true });
   const file = p.file(operatorBlock);
-  const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
-  const env = { KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
+  const env = { KUBECONFIG: cp.kubeconfigPath, POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
 
-  const install = await deno(["run", "-A", file, "install", kubeconfig], p.dir, env);
+  const install = await deno(["run", "-A", file, "install"], p.dir, env);
   assert.equal(install.code, 0, install.stderr);
 
   const operator = new Deno.Command(Deno.execPath(), {
-    args: [
-      ...["run", "-A", file, "run", kubeconfig],
-      ...["--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"],
-    ],
+    args: ["run", "-A", file, "run"],
     cwd: p.dir,
     env: { NO_COLOR: "1", ...env },
     stdin: "null",

@@ -1,7 +1,9 @@
 // The sharded test operator against an API server without the ShardedListAndWatch feature
 // (the same v1.37 server with the gate off; servers before 1.36 ignore `shardSelector` the
-// same way): lists come back without `shardInfo`, so each replica filters on the client by the
-// same hash, says so once in its log and in kubeno_shard_client_side_filtering, caches only its
+// same way): the server sends every object to every replica. The signal is an object of
+// another replica's shards arriving — not a list without `shardInfo`, which v1.37 sends for
+// custom resources with the feature on too — so each replica filters on the client by the same
+// hash, says so once in its log and in kubeno_shard_client_side_filtering, caches only its
 // share, and every object converges. One control plane for the file.
 import assert from "node:assert/strict";
 import { createClient } from "../src/client/client.ts";

@@ -1,16 +1,32 @@
 // Sharding by namespace, in process: two managers (two replicas) each own half of the shards,
 // and both the primaries (ConfigMaps labelled as parents) and the Secrets they own land in the
 // shard of their namespace, so each replica caches its namespaces' parents and children only.
-// One control plane for the file.
+// The oracle is the test's own: FNV-1a 64 of the namespace as KEP-5866 defines it, cut into 12
+// equal ranges, and the shard Leases' holders as the API server stores them; every namespace
+// must sit wholly in the replica holding its shard, and the server must have done the
+// filtering (no replica received an object it then dropped). One control plane for the file.
 import assert from "node:assert/strict";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
+import { Lease } from "../src/core/kinds_cluster.ts";
 import { createManager, type Manager } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { startControlPlane } from "../testing.ts";
 import { mapConcurrent, waitFor } from "./_helpers.ts";
 
 const PARENT = "sharding.kubeno.dev/parent";
+const SHARDS = 12;
+
+/** KEP-5866's hash, written out here rather than taken from the code under test. */
+function fnv1a64(text: string): bigint {
+  let h = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(text)) {
+    h = ((h ^ BigInt(byte)) * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return h;
+}
+/** Shard i holds the hashes [ceil(2^64 i / 12), ceil(2^64 (i+1) / 12)). */
+const shardOfNamespace = (ns: string) => Number((fnv1a64(ns) * BigInt(SHARDS)) >> 64n);
 
 const parents = reconcile(ConfigMap, {
   name: "parents",
@@ -43,7 +59,10 @@ Deno.test("sharding by namespace splits primaries and the children they own alik
   const managers: Manager[] = [];
   const stops: AbortController[] = [];
   const runs: Promise<void>[] = [];
+  const received = new Map<string, { kept: number; dropped: number; clientSide: string[] }>();
   for (const identity of ["ns-a", "ns-b"]) {
+    const seen = { kept: 0, dropped: 0, clientSide: [] as string[] };
+    received.set(identity, seen);
     const m = createManager({
       controllers: [parents],
       clientOptions: { kubeconfig: cp.kubeconfigPath },
@@ -56,6 +75,10 @@ Deno.test("sharding by namespace splits primaries and the children they own alik
         leaseDurationMs: 3_000,
         renewDeadlineMs: 2_000,
         retryPeriodMs: 500,
+        metrics: {
+          received: (kept) => kept ? seen.kept++ : seen.dropped++,
+          clientSideFiltering: (r) => seen.clientSide.push(r.kind),
+        },
       },
     });
     const stop = new AbortController();
@@ -73,20 +96,48 @@ Deno.test("sharding by namespace splits primaries and the children they own alik
     await waitFor(() => managers.every((m) => m.sharding?.owned.length === 6), {
       what: "each manager owning 6 shards",
     });
+    // Who holds each shard, as the API server has it (the shard Leases).
+    const leases = await admin.list(Lease, {
+      namespace: "default",
+      labelSelector: "shards.kubeno.dev/of=ns-operator,shards.kubeno.dev/role=shard",
+    });
+    const holderOf = new Map(
+      leases.items.map((l) => [
+        Number(l.metadata.labels?.["shards.kubeno.dev/shard"]),
+        l.spec?.holderIdentity ?? "",
+      ]),
+    );
+    assert.equal(holderOf.size, SHARDS, "a Lease per shard");
+    const expected = (ns: string) => holderOf.get(shardOfNamespace(ns))!;
     const held = { parents: new Set<string>(), children: new Set<string>() };
+    /** namespace -> the replicas caching any of its objects */
+    const cachedBy = new Map<string, Set<string>>();
     for (const m of managers) {
-      const owned = new Set(m.sharding!.owned);
+      const me = m.sharding!.identity;
       const infs = [...m.informers!.all()];
       const cms = infs.filter((i) => i.resource.kind === "ConfigMap").flatMap((i) => i.list());
       const secrets = infs.filter((i) => i.resource.kind === "Secret").flatMap((i) => i.list());
       for (const obj of [...cms, ...secrets]) {
-        assert.ok(
-          owned.has(m.sharding!.shardOf(obj)),
-          `${obj.metadata.namespace}/${obj.metadata.name}`,
+        const ns = obj.metadata.namespace!;
+        assert.equal(
+          expected(ns),
+          me,
+          `${ns}/${obj.metadata.name} (shard ${shardOfNamespace(ns)}) is cached by ${me}`,
         );
+        cachedBy.set(ns, (cachedBy.get(ns) ?? new Set()).add(me));
       }
       for (const cm of cms) held.parents.add(`${cm.metadata.namespace}/${cm.metadata.name}`);
       for (const s of secrets) held.children.add(`${s.metadata.namespace}/${s.metadata.name}`);
+      // Each namespace this replica's shards hold sits here whole: its 3 parents, 3 children.
+      for (const ns of namespaces.filter((ns) => expected(ns) === me)) {
+        assert.equal(cms.filter((o) => o.metadata.namespace === ns).length, 3, `${ns} parents`);
+        assert.equal(
+          secrets.filter((o) => o.metadata.namespace === ns && o.metadata.name!.endsWith("-child"))
+            .length,
+          3,
+          `${ns} children`,
+        );
+      }
       const nsSeen = new Set([...cms, ...secrets].map((o) => o.metadata.namespace));
       console.log(
         `${m.sharding!.identity}: shards ${
@@ -99,6 +150,18 @@ Deno.test("sharding by namespace splits primaries and the children they own alik
     }
     assert.equal(held.parents.size, objects.length, "every parent cached by one replica");
     assert.equal(held.children.size, objects.length, "every child cached by one replica");
+    for (const ns of namespaces) {
+      assert.deepEqual([...cachedBy.get(ns) ?? []], [expected(ns)], `${ns} sits in one replica`);
+    }
+    // Both replicas hold namespaces, so the split is not all-in-one.
+    assert.equal(new Set(namespaces.map(expected)).size, 2);
+    // The server filtered: every object a replica received was in its shards.
+    for (const [identity, seen] of received) {
+      console.log(`${identity}: received ${seen.kept} kept, ${seen.dropped} dropped on the client`);
+      assert.deepEqual(seen.clientSide, [], `${identity}: the server ignored the shard selector`);
+      assert.equal(seen.dropped, 0, `${identity} received objects of another replica's shards`);
+      assert.ok(seen.kept > 0);
+    }
   } finally {
     for (const s of stops) s.abort();
     await Promise.all(runs);

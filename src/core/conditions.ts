@@ -61,7 +61,7 @@ export interface SetConditionOptions {
 export function setCondition(
   conditions: readonly Condition[] | undefined,
   condition: ConditionInput,
-  options: SetConditionOptions = {},
+  options?: SetConditionOptions,
 ): Condition[] {
   const { type, status, reason } = condition;
   if (!type) throw new TypeError("Cannot set condition: type is empty");
@@ -82,7 +82,7 @@ export function setCondition(
       : {}),
     lastTransitionTime: existing && existing.status === status && existing.lastTransitionTime
       ? existing.lastTransitionTime
-      : rfc3339(options.now ?? new Date()),
+      : rfc3339(options?.now ?? new Date()),
     reason,
     message: condition.message ?? "",
   };

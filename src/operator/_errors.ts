@@ -76,8 +76,10 @@ function hintFor(err: unknown): string | undefined {
 }
 
 /** What to do about a kubeconfig that cannot be used, by what is wrong with it. */
-function kubeconfigHint(err: KubeconfigError): string {
+function kubeconfigHint(err: KubeconfigError): string | undefined {
   const m = err.message;
+  // There is no file: the message already says what to do, and "fix the file" would not fit.
+  if (/no kubeconfig found/.test(m)) return undefined;
   if (/context "[^"]*" does not exist|no current-context/.test(m)) {
     return "pass one of its contexts with --context";
   }

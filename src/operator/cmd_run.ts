@@ -47,6 +47,7 @@ import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
 import { getLogger } from "../util/log.ts";
+import { readCertificateDir } from "../webhook/cert_dir.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -102,6 +103,9 @@ once the caches have synced (standbys included).`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
+    // Local configuration first: a certificate directory that cannot be read fails at once,
+    // not after waiting the whole start-up timeout for an API server that may be away.
+    if (settings.webhook?.certPath) await readCertificateDir(settings.webhook.certPath);
     const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
     // Outside a cluster nothing may depend on the operator's namespace: see _run_settings.ts.

@@ -58,7 +58,7 @@ export interface LoggingOptions {
   level?: LogLevel | "warning";
   /**
    * `json`: one JSON object per line; `pretty`: readable text; `auto`: `pretty` when the
-   * output is a terminal, else `json`.
+   * output is a terminal outside a cluster (no `KUBERNETES_SERVICE_HOST`), else `json`.
    * @default {"auto"}
    */
   format?: LogFormat;
@@ -117,7 +117,8 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
     );
   }
   const write = options.write ?? writeStderr;
-  const pretty = format === "pretty" || (format === "auto" && isStderrTerminal());
+  const pretty = format === "pretty" ||
+    (format === "auto" && isStderrTerminal() && !inCluster());
   const color = pretty && !options.write && isStderrTerminal() && !Deno.noColor;
   const render = pretty ? (r: LogRecord) => formatPretty(r, color) : formatJson;
   const sink = (record: LogRecord) => write(render(redactRecord(record)));
@@ -191,7 +192,12 @@ function formatPretty(record: LogRecord, color: boolean): string {
   const level = fromLogTape(record.level);
   const time = new Date(record.timestamp).toISOString();
   const tag = level.toUpperCase().padEnd(5);
+  // Fields the message already shows, and empty ones (`late=`), would only be noise to a person.
+  const shown = typeof record.rawMessage === "string"
+    ? new Set([...record.rawMessage.matchAll(/\{(\w+)\}/g)].map((m) => m[1]))
+    : new Set<string>();
   const fields = Object.entries(record.properties)
+    .filter(([k, v]) => !shown.has(k) && v !== "" && v !== undefined && v !== null)
     .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v, jsonReplacer)}`)
     .join(" ");
   const head = color
@@ -245,6 +251,15 @@ const encoder = new TextEncoder();
 function writeStderr(line: string): void {
   let bytes = encoder.encode(line);
   while (bytes.length > 0) bytes = bytes.subarray(Deno.stderr.writeSync(bytes));
+}
+
+/** In a pod: the kubelet sets KUBERNETES_SERVICE_HOST (unreadable counts as not in one). */
+function inCluster(): boolean {
+  try {
+    return Boolean(Deno.env.get("KUBERNETES_SERVICE_HOST"));
+  } catch {
+    return false;
+  }
 }
 
 function isStderrTerminal(): boolean {

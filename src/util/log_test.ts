@@ -116,12 +116,20 @@ Deno.test("redact() keeps the input intact and copes with cycles and errors", ()
 Deno.test("configureLogging() pretty format and level checks", async () => {
   const lines = await capture({ format: "pretty", level: "warning" });
   getLogger(["kubeno"]).info("Dropped");
-  getLogger(["kubeno", "manager"]).warn("Leader lost {lease}", { lease: "ns/op", attempt: 2 });
-  assert.equal(lines.length, 1);
+  getLogger(["kubeno", "manager"]).warn("Leader lost {lease}", {
+    lease: "ns/op",
+    attempt: 2,
+    late: "",
+    auth: undefined,
+  });
+  getLogger(["kubeno", "manager"]).warn("Stopped", { late: "" });
+  assert.equal(lines.length, 2);
+  // The message shows `lease`; the fields add what it does not, and no empty value.
   assert.match(
     lines[0],
-    /^\d{4}-\d\d-\d\dT[\d:.]+Z WARN {2}kubeno\.manager Leader lost ns\/op {2}lease=ns\/op attempt=2\n$/,
+    /^\d{4}-\d\d-\d\dT[\d:.]+Z WARN {2}kubeno\.manager Leader lost ns\/op {2}attempt=2\n$/,
   );
+  assert.match(lines[1], /^\d{4}-\d\d-\d\dT[\d:.]+Z WARN {2}kubeno\.manager Stopped\n$/);
   await assert.rejects(configureLogging({ level: "verbose" as never }), /unknown level "verbose"/);
   await assert.rejects(configureLogging({ format: "xml" as never }), /unknown format "xml"/);
   await resetLogging();

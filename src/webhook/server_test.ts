@@ -201,7 +201,15 @@ Deno.test("setCertificate swaps the served certificate while clients keep being 
   for (let i = 0; i < 5; i++) {
     const mark = answered;
     server.setCertificate(await serving());
-    while (answered < mark + 3) await new Promise((r) => setTimeout(r, 1));
+    // Waits on the condition, with a deadline so that a server that stopped answering
+    // fails the test instead of hanging it.
+    const deadline = Date.now() + 30_000;
+    while (answered < mark + 3) {
+      if (Date.now() > deadline) {
+        throw new Error(`only ${answered - mark} answers in 30 s after certificate ${i + 1}`);
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
   }
   const after = await peerFingerprint(server.port);
   assert.notEqual(after, before);

@@ -7,18 +7,37 @@ function counts(desired: (string | undefined)[]): Map<string, number> {
   return m;
 }
 
+/** mulberry32: a seeded PRNG, so that a failing case can be replayed with its seed. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 Deno.test("every member gets floor or ceil of its share, whatever the holders", () => {
+  // SEED=<n> replays a run; each run prints the seed it used.
+  const seed = Number(Deno.env.get("SEED") ?? Date.now() % 2 ** 31);
+  console.log(`seed ${seed}`);
+  const random = seeded(seed);
   for (let n = 1; n <= 7; n++) {
     const members = Array.from({ length: n }, (_, i) => `m${i}`);
     for (let trial = 0; trial < 50; trial++) {
       const holders = Array.from(
         { length: 12 },
-        () => Math.random() < 0.2 ? undefined : `m${Math.floor(Math.random() * (n + 2))}`,
+        () => random() < 0.2 ? undefined : `m${Math.floor(random() * (n + 2))}`,
       );
       const desired = assignShards(12, members, holders);
       assert.ok(desired.every((d) => d && members.includes(d)));
       for (const c of counts(desired).values()) {
-        assert.ok(c === Math.floor(12 / n) || c === Math.ceil(12 / n), `${c} of 12 for ${n}`);
+        assert.ok(
+          c === Math.floor(12 / n) || c === Math.ceil(12 / n),
+          `${c} of 12 for ${n} (seed ${seed})`,
+        );
       }
     }
   }
