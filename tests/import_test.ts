@@ -15,6 +15,7 @@ import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";
 import { fromYaml } from "../src/util/yaml.ts";
 import { main } from "../src/tool/main.ts";
+import { createManager } from "../src/runtime/manager/manager.ts";
 import { waitFor } from "./_helpers.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -197,6 +198,107 @@ Deno.test("kubeno import: three real CRDs → modules that type-check and valida
       assert.ok(refused instanceof ApiError && refused.code === 422, String(refused));
     });
   }
+
+  await t.step("the same module from the cluster's CRD and from a URL", async () => {
+    const file = fixture(CASES[0].file);
+    const gen = async (source: string, ...flags: string[]) => {
+      const lines: string[] = [];
+      const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+      const code = await main(["import", source, "--schema-import", SCHEMA, ...flags], io);
+      assert.equal(code, 0, lines.join("\n"));
+      return lines.join("\n").split("\n").slice(1).join("\n"); // without the header naming the source
+    };
+    const fromFile = await gen(file);
+    const fromCluster = await gen(
+      "certificates.cert-manager.io",
+      "--kubeconfig",
+      cp.kubeconfigPath,
+    );
+    assert.equal(fromCluster, fromFile);
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      async () => new Response(await Deno.readTextFile(file)),
+    );
+    try {
+      assert.equal(await gen(`http://127.0.0.1:${server.addr.port}/certificates.yaml`), fromFile);
+    } finally {
+      await server.shutdown();
+    }
+  });
+
+  await t.step("a test operator applies the imported Certificate, typed", async () => {
+    const operatorFile = `${dir}/cert_operator.ts`;
+    const src = (spec: string) =>
+      `import { Certificate } from "./Certificate.ts";
+import { ConfigMap } from "${new URL("src/core/kinds.ts", ROOT).href}";
+import { reconcile } from "${new URL("src/runtime/controller/reconcile.ts", ROOT).href}";
+
+/** For each ConfigMap with a \`host\`, a Certificate for that host. */
+export const certController = reconcile(ConfigMap, {
+  owns: [Certificate],
+  async reconcile(cm, ctx) {
+    const host = cm.data?.host;
+    if (!host) return;
+    await ctx.apply(Certificate, {
+      metadata: { name: cm.metadata.name! },
+      spec: ${spec},
+    });
+  },
+});
+`;
+    let checkErrors = "";
+    const checks = async (path: string) => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["check", "--config", new URL("deno.json", ROOT).pathname, path],
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      checkErrors = new TextDecoder().decode(out.stderr);
+      return out.success;
+    };
+    // A spec that breaks the imported type does not compile.
+    await Deno.writeTextFile(operatorFile, src(`{ secretName: 42, issuerRef: { name: "ca" } }`));
+    assert.equal(await checks(operatorFile), false, "a number for secretName type-checked");
+    assert.match(checkErrors, /secretName/);
+    await Deno.writeTextFile(
+      operatorFile,
+      src(
+        '{ secretName: `${cm.metadata.name}-tls`, issuerRef: { name: "ca", kind: "Issuer" }, dnsNames: [host] }',
+      ),
+    );
+    assert.ok(await checks(operatorFile), checkErrors);
+    const { certController } = await import(new URL(`file://${operatorFile}`).href);
+    const stop = new AbortController();
+    const manager = createManager({
+      client,
+      namespaces: ["default"],
+      controllers: [certController],
+    });
+    const done = manager.start(stop.signal);
+    try {
+      const { ConfigMap } = await import("../src/core/kinds.ts");
+      await client.create(ConfigMap, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "shop", namespace: "default" },
+        data: { host: "shop.example.com" },
+      });
+      const mod = await import(new URL(`file://${dir}/Certificate.ts`).href);
+      const cert = await waitFor(
+        () => client.get(mod.Certificate, "shop", { namespace: "default" }).catch(() => undefined),
+        { what: "the operator's Certificate" },
+      ) as {
+        spec: { secretName: string; dnsNames: string[] };
+        metadata: { ownerReferences?: { kind: string }[] };
+      };
+      assert.equal(cert.spec.secretName, "shop-tls");
+      assert.deepEqual(cert.spec.dnsNames, ["shop.example.com"]);
+      assert.equal(cert.metadata.ownerReferences?.[0]?.kind, "ConfigMap");
+    } finally {
+      stop.abort();
+      await done;
+    }
+  });
   await Deno.remove(dir, { recursive: true });
 });
 

@@ -97,9 +97,9 @@ function crdBody(crd: CrdInput, used: Set<string>): string {
     const gen = new Gen(used);
     const spec = root.properties?.spec;
     const status = root.properties?.status;
-    const specCode = spec ? gen.zod(spec, 1) : "z.looseObject({})";
+    const specCode = spec ? gen.zod(spec, 0) : "z.looseObject({})";
     const statusCode = status
-      ? gen.zod(status, 1)
+      ? gen.zod(status, 0)
       : v.subresources?.status
       ? "z.looseObject({})"
       : undefined;
@@ -128,7 +128,16 @@ function crdBody(crd: CrdInput, used: Set<string>): string {
     opts.push(`spec: ${id}Spec`);
     if (statusCode) opts.push(`status: ${id}Status`);
     if (v.additionalPrinterColumns?.length) {
-      opts.push(`printerColumns: ${JSON.stringify(v.additionalPrinterColumns)}`);
+      // A fixed key order, so the file and the cluster's copy give the same module.
+      const order = ["name", "type", "format", "jsonPath", "description", "priority"];
+      const columns = v.additionalPrinterColumns.map((c) =>
+        `    ${
+          JSON.stringify(Object.fromEntries(
+            order.filter((k) => c[k] !== undefined).map((k) => [k, c[k]]),
+          ))
+        },`
+      );
+      opts.push(`printerColumns: [\n${columns.join("\n")}\n  ]`);
     }
     const scale = v.subresources?.scale;
     if (scale && statusCode) opts.push(`scale: ${JSON.stringify(scale)}`);
@@ -306,7 +315,7 @@ function oneLine(s: string): string {
 /** The first sentence of a description, safe inside a JSDoc comment. */
 function docLine(description: string): string {
   const text = oneLine(description);
-  const m = text.match(/^.*?[a-z0-9)][.!?](\s+(?=[A-Z])|$)/);
+  const m = text.match(/^.*?[.!?](\s+(?=[A-Z])|$)/);
   const first = (m ? m[0] : text).trim();
   return (first.length > 200 ? `${first.slice(0, 197)}...` : first).replace(/\*\//g, "*\\/");
 }
