@@ -258,6 +258,45 @@ export class Transport {
   }
 
   /**
+   * Opens a WebSocket to `path` with the request's credentials and TLS settings (the same
+   * `Deno.HttpClient`: CA, client certificate, proxy, tls-server-name, insecure relay).
+   *
+   * @param path Path and query string.
+   * @param protocols Subprotocols in order of preference.
+   * @returns The open socket (binary frames as ArrayBuffers).
+   * @throws {ConnectionError} When the handshake fails; the message carries the close reason.
+   */
+  async webSocket(path: string, protocols: string[]): Promise<WebSocket> {
+    const creds = await this.#access.credentials();
+    const client = await this.#client(creds.cert, creds.key);
+    const url = this.#base.replace(/^http/, "ws") + path;
+    const ws = new WebSocket(url, {
+      protocols,
+      headers: [
+        ...Object.entries(creds.headers),
+        ...(creds.repeatedHeaders ?? []).map(([k, v]) => [k, v]),
+        ["User-Agent", this.#options.userAgent],
+      ] as [string, string][],
+      client,
+    });
+    ws.binaryType = "arraybuffer";
+    await new Promise<void>((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = (e) =>
+        reject(
+          new ConnectionError(
+            this.server,
+            "connect",
+            new Error((e as ErrorEvent).message || "WebSocket handshake failed"),
+          ),
+        );
+    });
+    ws.onerror = null;
+    ws.onopen = null;
+    return ws;
+  }
+
+  /**
    * Sends one request and parses the JSON body of the 2xx response.
    *
    * @throws {ApiError} For a non-2xx response.
