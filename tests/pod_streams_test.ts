@@ -31,7 +31,7 @@ Deno.test("pod streams: logs, exec and port-forward through the API server", asy
     cert: serving.certPem,
     key: serving.keyPem,
     onListen() {},
-  }, async (req) => {
+  }, (req) => {
     const url = new URL(req.url);
     seen.push(`${url.pathname} ${req.headers.get("upgrade") ?? ""}`);
     if (url.pathname.startsWith("/containerLogs/")) {
