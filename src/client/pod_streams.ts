@@ -59,11 +59,20 @@ export interface ExecOptions {
    * @default false
    */
   stdin?: boolean;
-  /** @default true */
+  /**
+   * Read the command's standard output.
+   * @default true
+   */
   stdout?: boolean;
-  /** @default true (false with `tty`) */
+  /**
+   * Read its standard error.
+   * @default true (false with `tty`)
+   */
   stderr?: boolean;
-  /** @default false */
+  /**
+   * Allocate a terminal.
+   * @default false
+   */
   tty?: boolean;
   /**
    * Subprotocols to offer, preferred first.
