@@ -65,4 +65,13 @@ export {
   type KubeconfigOptions,
   loadKubeconfig,
 } from "./src/client/kubeconfig.ts";
+export {
+  EXEC_PROTOCOLS,
+  type ExecOptions,
+  type ExecResult,
+  type LogOptions,
+  type PodStream,
+  type PortForward,
+  type PortForwardOptions,
+} from "./src/client/pod_streams.ts";
 export { fromYaml, toYaml } from "./src/util/yaml.ts";

@@ -206,7 +206,11 @@ printf '"status":{"token":"${STATIC_TOKEN}"}}'
       );
       await Deno.chmod(script, 0o755);
       const path = await kubeconfig({
-        exec: { apiVersion: "client.authentication.k8s.io/v1", command: script },
+        exec: {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: script,
+          interactiveMode: "Never",
+        },
       });
       // What `kubeno compile` gives the binary, with and without `--allow-run=<plugin>`.
       const whoamiAs = async (run: string[]) => {

@@ -20,6 +20,11 @@ import type { KubeCluster, KubeUser } from "./_kubeconfig_file.ts";
 export interface Credentials {
   /** Headers to send, e.g. `Authorization` and `Impersonate-User`. */
   headers: Record<string, string>;
+  /**
+   * Headers that may be sent more than once, in order: `Impersonate-Group` and
+   * `Impersonate-Extra-<key>` carry one value per header, as client-go sends them.
+   */
+  repeatedHeaders?: readonly (readonly [string, string])[];
   /** PEM client certificate (chain), for mutual TLS. */
   cert?: string;
   /** PEM private key of `cert`. */
@@ -175,13 +180,9 @@ export async function credentialSource(
   ctx: SourceContext,
 ): Promise<CredentialSource> {
   const base: Record<string, string> = {};
+  const repeated = impersonation(user);
   if (user.as) base["Impersonate-User"] = user.as;
   if (user["as-uid"]) base["Impersonate-Uid"] = user["as-uid"];
-  if (user["as-groups"]?.length || Object.keys(user["as-user-extra"] ?? {}).length) {
-    throw new Error(
-      "as-groups and as-user-extra (impersonating groups or extra fields) are not supported",
-    );
-  }
   if (user.username !== undefined || user.password !== undefined) {
     const bytes = new TextEncoder().encode(`${user.username ?? ""}:${user.password ?? ""}`);
     base.Authorization = `Basic ${btoa(String.fromCharCode(...bytes))}`;
@@ -213,7 +214,7 @@ export async function credentialSource(
     : undefined;
 
   if (!certFile && !keyFile && !tokenFile && !exec && !provider) {
-    const fixed: Credentials = { headers: base, cert, key };
+    const fixed: Credentials = { headers: base, repeatedHeaders: repeated, cert, key };
     const same = Promise.resolve(fixed);
     return { credentials: () => same, invalidate: () => Promise.resolve(false), dynamic: false };
   }
@@ -226,7 +227,7 @@ export async function credentialSource(
     const [token, c, k] = parts;
     const headers = token === undefined ? base : { ...base, Authorization: `Bearer ${token}` };
     lastParts = parts;
-    last = { headers, cert: c, key: k };
+    last = { headers, repeatedHeaders: repeated, cert: c, key: k };
     return last;
   };
 
@@ -235,7 +236,12 @@ export async function credentialSource(
     async credentials(): Promise<Credentials> {
       if (provider) {
         const p = await provider();
-        return { headers: { ...base, ...p.headers }, cert: p.cert ?? cert, key: p.key ?? key };
+        return {
+          headers: { ...base, ...p.headers },
+          repeatedHeaders: repeated,
+          cert: p.cert ?? cert,
+          key: p.key ?? key,
+        };
       }
       let token: string | undefined;
       let c = cert, k = key;
@@ -256,6 +262,43 @@ export async function credentialSource(
       return changed;
     },
   };
+}
+
+/**
+ * The repeated impersonation headers of a user, as client-go's impersonating round tripper
+ * sends them: one `Impersonate-Group` per group, one `Impersonate-Extra-<key>` per value, the
+ * key percent-encoded where it is not a header token character (and `%` itself).
+ *
+ * @throws {Error} When groups or extra fields are set without `as`, as client-go refuses them.
+ */
+function impersonation(user: KubeUser): [string, string][] | undefined {
+  const groups = user["as-groups"] ?? [];
+  const extra = Object.entries(user["as-user-extra"] ?? {});
+  if (groups.length === 0 && extra.length === 0) return undefined;
+  if (!user.as) {
+    throw new Error(
+      "as-groups or as-user-extra is set without as (impersonating groups or extra fields " +
+        "needs a user to impersonate); set as, or remove them",
+    );
+  }
+  const out: [string, string][] = groups.map((g) => ["Impersonate-Group", String(g)]);
+  for (const [key, values] of extra) {
+    const name = `Impersonate-Extra-${headerKeyEscape(key)}`;
+    for (const v of Array.isArray(values) ? values : [values]) out.push([name, String(v)]);
+  }
+  return out;
+}
+
+/** client-go's headerKeyEscape: `%XX` for each byte that is no header token character, or `%`. */
+function headerKeyEscape(key: string): string {
+  let out = "";
+  for (const b of new TextEncoder().encode(key)) {
+    const c = String.fromCharCode(b);
+    out += b < 0x80 && /[A-Za-z0-9!#$&'*+\-.^_`|~]/.test(c)
+      ? c
+      : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
 }
 
 /** Base64 `*-data` fields as PEM text. */

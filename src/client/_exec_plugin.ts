@@ -29,6 +29,11 @@ export function execConfigProblem(exec: ExecConfig): string | undefined {
     }`;
   }
   const mode = exec.interactiveMode;
+  if (mode === undefined && exec.apiVersion === "client.authentication.k8s.io/v1") {
+    // client-go's validation: v1 makes the field required (v1beta1 defaults it to IfAvailable).
+    return `exec plugin "${exec.command}" has apiVersion client.authentication.k8s.io/v1 but ` +
+      "no interactiveMode, which v1 requires; set interactiveMode: Never, IfAvailable or Always";
+  }
   if (mode !== undefined && !["Never", "IfAvailable", "Always"].includes(mode)) {
     return `exec plugin "${exec.command}" has interactiveMode "${mode}"; use Never, IfAvailable or Always`;
   }
@@ -78,8 +83,11 @@ export async function runExecPlugin(
     }).output();
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
-      const hint = exec.installHint?.split("\n").map((l) => l.trim()).find(Boolean);
-      throw new Error(`exec plugin "${command}" not found${hint ? `: ${hint}` : ""}`);
+      // The whole hint, its lines joined: AKS's and GKE's put the link on a later line.
+      const hint = exec.installHint?.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
+      throw new Error(
+        `exec plugin "${command}" not found${hint ? `: ${hint}` : "; install it"}`,
+      );
     }
     if (e instanceof Deno.errors.NotCapable) {
       throw new Error(

@@ -7,7 +7,12 @@
  */
 import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
 import type { ClusterAccess, Credentials } from "./kubeconfig.ts";
-import { type SniRelay, startSniRelay } from "./_sni_relay.ts";
+import {
+  type InsecureRelay,
+  type SniRelay,
+  startInsecureRelay,
+  startSniRelay,
+} from "./_sni_relay.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -71,6 +76,8 @@ export class Transport {
   /** Where requests go: the server, or with `tls-server-name` that name at the server's port. */
   #base: string;
   #relay: SniRelay | undefined;
+  /** With `insecure-skip-tls-verify`: one relay per client certificate. */
+  #insecure = new Map<string, Promise<InsecureRelay>>();
   #clients = new Map<string, Deno.HttpClient>();
   #closed = false;
 
@@ -80,7 +87,10 @@ export class Transport {
     const url = new URL(access.server);
     this.#host = url.host;
     this.#base = access.server;
-    if (access.tlsServerName) {
+    if (access.insecureSkipTlsVerify) {
+      // Plain HTTP to the relay, which runs the TLS; the host only names the server.
+      this.#base = `http://${url.host}${url.pathname}`.replace(/\/+$/, "");
+    } else if (access.tlsServerName) {
       const target = new URL(access.server);
       target.hostname = access.tlsServerName;
       this.#base = target.href.replace(/\/+$/, "");
@@ -99,6 +109,8 @@ export class Transport {
     this.#clients.clear();
     this.#relay?.close();
     this.#relay = undefined;
+    for (const r of this.#insecure.values()) r.then((relay) => relay.close(), () => {});
+    this.#insecure.clear();
   }
 
   /**
@@ -112,21 +124,55 @@ export class Transport {
     this.#clients.clear();
   }
 
-  #client(cert: string | undefined, key: string | undefined): Deno.HttpClient {
+  async #client(cert: string | undefined, key: string | undefined): Promise<Deno.HttpClient> {
     if (this.#closed) throw new Error("Cannot send a request: the client is closed");
     const id = cert && key ? `${cert}\0${key}` : "";
     let client = this.#clients.get(id);
-    if (!client) {
-      client = Deno.createHttpClient({
+    if (client) return client;
+    let options: Deno.CreateHttpClientOptions;
+    if (this.#access.insecureSkipTlsVerify) {
+      const relay = await this.#insecureRelay(id, cert, key);
+      options = { proxy: { transport: "unix", path: relay.path }, http2: false };
+    } else {
+      const proxy = this.#proxy();
+      options = {
         caCerts: this.#access.caCerts.length ? this.#access.caCerts : undefined,
         ...(cert && key ? { cert, key } : {}),
-        ...(this.#proxy() ? { proxy: { url: this.#proxy()! } } : {}),
-      });
-      // Exec plugins may rotate client certificates; old clients stay open for the
-      // streams still using them (one per rotation, closed with the transport).
-      this.#clients.set(id, client);
+        ...(proxy ? { proxy: { url: proxy } } : {}),
+      };
     }
+    client = this.#clients.get(id);
+    if (client) return client;
+    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
+    client = Deno.createHttpClient(options);
+    // Exec plugins may rotate client certificates; old clients stay open for the
+    // streams still using them (one per rotation, closed with the transport).
+    this.#clients.set(id, client);
     return client;
+  }
+
+  #insecureRelay(
+    id: string,
+    cert: string | undefined,
+    key: string | undefined,
+  ): Promise<InsecureRelay> {
+    let relay = this.#insecure.get(id);
+    if (!relay) {
+      const url = new URL(this.#access.server);
+      const hostname = url.hostname.replace(/^\[|\]$/g, "");
+      const isIp = /^[0-9.]+$/.test(hostname) || hostname.includes(":");
+      relay = startInsecureRelay({
+        hostname,
+        port: Number(url.port || 443),
+        servername: this.#access.tlsServerName ?? (isIp ? undefined : hostname),
+        cert: cert && key ? cert : undefined,
+        key: cert && key ? key : undefined,
+        proxy: this.#access.proxy,
+      });
+      relay.catch(() => this.#insecure.delete(id));
+      this.#insecure.set(id, relay);
+    }
+    return relay;
   }
 
   #proxy(): string | undefined {
@@ -134,7 +180,7 @@ export class Transport {
     if (!this.#relay) {
       const url = new URL(this.#access.server);
       const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-      this.#relay = startSniRelay(url.hostname.replace(/^\[|\]$/g, ""), port);
+      this.#relay = startSniRelay(url.hostname.replace(/^\[|\]$/g, ""), port, this.#access.proxy);
     }
     return this.#relay.url;
   }
@@ -160,11 +206,13 @@ export class Transport {
   }
 
   async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
+    const encoding = spec.acceptEncoding ??
+      (this.#access.disableCompression ? "identity" : undefined);
     const headers: Record<string, string> = {
       ...creds.headers,
       "Accept": spec.accept ?? "application/json",
       "User-Agent": this.#options.userAgent,
-      ...(spec.acceptEncoding ? { "Accept-Encoding": spec.acceptEncoding } : {}),
+      ...(encoding ? { "Accept-Encoding": encoding } : {}),
     };
     let body: string | undefined;
     if (spec.body !== undefined) {
@@ -178,12 +226,16 @@ export class Transport {
     const started = performance.now();
     let res: Response;
     try {
+      const client = await this.#client(creds.cert, creds.key);
       res = await fetch(this.#base + spec.path, {
         method: spec.method,
-        headers,
+        // A list keeps repeated headers (Impersonate-Group…) apart, as client-go sends them.
+        headers: creds.repeatedHeaders
+          ? [...Object.entries(headers), ...creds.repeatedHeaders.map(([k, v]) => [k, v])]
+          : headers,
         body,
         signal,
-        client: this.#client(creds.cert, creds.key),
+        client,
       });
     } catch (e) {
       this.#report(spec, 0, started);
@@ -203,6 +255,45 @@ export class Transport {
       parseStatus(text) ?? text,
       res.headers.get("Retry-After"),
     );
+  }
+
+  /**
+   * Opens a WebSocket to `path` with the request's credentials and TLS settings (the same
+   * `Deno.HttpClient`: CA, client certificate, proxy, tls-server-name, insecure relay).
+   *
+   * @param path Path and query string.
+   * @param protocols Subprotocols in order of preference.
+   * @returns The open socket (binary frames as ArrayBuffers).
+   * @throws {ConnectionError} When the handshake fails; the message carries the close reason.
+   */
+  async webSocket(path: string, protocols: string[]): Promise<WebSocket> {
+    const creds = await this.#access.credentials();
+    const client = await this.#client(creds.cert, creds.key);
+    const url = this.#base.replace(/^http/, "ws") + path;
+    const ws = new WebSocket(url, {
+      protocols,
+      headers: [
+        ...Object.entries(creds.headers),
+        ...(creds.repeatedHeaders ?? []).map(([k, v]) => [k, v]),
+        ["User-Agent", this.#options.userAgent],
+      ] as [string, string][],
+      client,
+    });
+    ws.binaryType = "arraybuffer";
+    await new Promise<void>((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = (e) =>
+        reject(
+          new ConnectionError(
+            this.server,
+            "connect",
+            new Error((e as ErrorEvent).message || "WebSocket handshake failed"),
+          ),
+        );
+    });
+    ws.onerror = null;
+    ws.onopen = null;
+    return ws;
   }
 
   /**

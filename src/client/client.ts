@@ -11,6 +11,17 @@
  *
  * @module
  */
+import {
+  type ExecOptions,
+  type LogOptions,
+  podAttach,
+  podExec,
+  podLogs,
+  podPortForward,
+  type PodStream,
+  type PortForward,
+  type PortForwardOptions,
+} from "./pod_streams.ts";
 import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
 import { parseNdjson } from "./_ndjson.ts";
 import { type RequestMetric, type RequestSpec, Transport } from "./_http.ts";
@@ -590,6 +601,87 @@ export class Client implements Disposable {
       target: { verb: method.toLowerCase(), kind: path, apiVersion: "", plural: path },
       signal: options.signal,
     });
+  }
+
+  /**
+   * Streams a container's log line by line; with `follow`, until the container ends or
+   * `signal` aborts.
+   *
+   * @param namespace The pod's namespace.
+   * @param pod The pod's name.
+   * @param options Container, follow, tailLines, sinceSeconds, timestamps, previous, signal.
+   * @returns The lines.
+   * @throws {ApiError} When the API server refuses.
+   *
+   * @example Follow a log (needs a running pod)
+   * ```ts ignore
+   * for await (const line of client.logs("default", "web-0", { follow: true })) console.log(line);
+   * ```
+   */
+  logs(
+    namespace: string,
+    pod: string,
+    options?: LogOptions,
+  ): AsyncGenerator<string, void, undefined> {
+    return podLogs(this.#transport, namespace, pod, options);
+  }
+
+  /**
+   * Runs a command in a container over WebSocket (`v5.channel.k8s.io`, falling back to
+   * `v4.channel.k8s.io`), with the kubeconfig's credentials.
+   *
+   * @param namespace The pod's namespace.
+   * @param pod The pod's name.
+   * @param command The command and its arguments.
+   * @param options Container, stdin, stdout, stderr, tty, subprotocols.
+   * @returns The session: stdout, stderr, stdin and the result from the status channel.
+   * @throws {ConnectionError} When the handshake fails.
+   *
+   * @example Run a command (needs a running pod)
+   * ```ts ignore
+   * const s = await client.exec("default", "db-0", ["pg_dump", "app"]);
+   * const dump = await new Response(s.stdout).text();
+   * if ((await s.result).exitCode !== 0) throw new Error("pg_dump failed");
+   * ```
+   */
+  exec(
+    namespace: string,
+    pod: string,
+    command: readonly string[],
+    options?: ExecOptions,
+  ): Promise<PodStream> {
+    return podExec(this.#transport, namespace, pod, command, options);
+  }
+
+  /**
+   * Attaches to a container's process over WebSocket, like {@linkcode Client.exec}.
+   *
+   * @param namespace The pod's namespace.
+   * @param pod The pod's name.
+   * @param options Container, stdin, stdout, stderr, tty, subprotocols.
+   * @returns The session.
+   * @throws {ConnectionError} When the handshake fails.
+   */
+  attach(namespace: string, pod: string, options?: ExecOptions): Promise<PodStream> {
+    return podAttach(this.#transport, namespace, pod, options);
+  }
+
+  /**
+   * Forwards a local port to a pod's port; each connection gets its own WebSocket.
+   *
+   * @param namespace The pod's namespace.
+   * @param pod The pod's name.
+   * @param remotePort The pod's port.
+   * @param options Local port and address.
+   * @returns The listener; `close()` stops it.
+   */
+  portForward(
+    namespace: string,
+    pod: string,
+    remotePort: number,
+    options?: PortForwardOptions,
+  ): PortForward {
+    return podPortForward(this.#transport, namespace, pod, remotePort, options);
   }
 
   /**

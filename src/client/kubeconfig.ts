@@ -58,8 +58,17 @@ export interface ClusterAccess {
    * server URL's host: the cluster's `tls-server-name`.
    */
   readonly tlsServerName?: string;
-  /** True when the cluster sets `insecure-skip-tls-verify`. */
+  /**
+   * True when the cluster sets `insecure-skip-tls-verify`: the server's certificate is not
+   * verified (Deno's fetch cannot skip verification per client, so the transport runs TLS
+   * itself through `node:tls` on a private Unix socket; HTTP/1.1 only).
+   */
   readonly insecureSkipTlsVerify: boolean;
+  /**
+   * True when the cluster sets `disable-compression`: requests send
+   * `Accept-Encoding: identity` instead of fetch's `gzip, br`.
+   */
+  readonly disableCompression?: boolean;
   /**
    * Credentials for the next request.
    * @throws {KubeconfigError} When an exec plugin or auth provider fails.
@@ -184,14 +193,33 @@ export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<C
   if (!user) return fail(`user "${ctx.user}" of context "${contextName}" does not exist`);
   const tlsServerName = cluster["tls-server-name"] || undefined;
   const proxy = cluster["proxy-url"] || undefined;
-  if (tlsServerName && proxy) {
-    fail("tls-server-name together with proxy-url is not supported (Deno's fetch); drop one");
+  const clusterName = `cluster "${ctx.cluster}"`;
+  if (proxy) {
+    const problem = proxyProblem(proxy, tlsServerName, cluster["insecure-skip-tls-verify"]);
+    if (problem) fail(`${clusterName}: ${problem}`);
   }
-  const ca = readCa(
-    source,
-    cluster["certificate-authority-data"],
-    cluster["certificate-authority"],
-  );
+  const caData = cluster["certificate-authority-data"];
+  const caFile = cluster["certificate-authority"];
+  if (caData && caFile) {
+    // client-go's validation refuses this too ("certificate-authority-data will override").
+    fail(
+      `${clusterName} sets both certificate-authority-data and certificate-authority ` +
+        "(client-go would use certificate-authority-data); remove one",
+    );
+  }
+  const insecure = cluster["insecure-skip-tls-verify"] === true;
+  if (insecure && (caData || caFile)) {
+    fail(
+      `${clusterName} sets insecure-skip-tls-verify together with a certificate authority, ` +
+        "which client-go does not allow; remove one",
+    );
+  }
+  if (insecure && Deno.build.os === "windows") {
+    fail(
+      `${clusterName} sets insecure-skip-tls-verify, not supported on Windows; set certificate-authority-data`,
+    );
+  }
+  const ca = readCa(source, caData, caFile);
   const who = ctx.user ? `credentials of user "${ctx.user}"` : "credentials";
   const execProblem = user.exec && execConfigProblem(user.exec);
   if (execProblem) fail(`cannot obtain ${who}: ${execProblem}`);
@@ -223,12 +251,38 @@ export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<C
     caCerts: ca ? [ca] : [],
     proxy,
     tlsServerName,
-    insecureSkipTlsVerify: cluster["insecure-skip-tls-verify"] === true,
+    insecureSkipTlsVerify: insecure,
+    disableCompression: cluster["disable-compression"] === true,
     credentials: creds.dynamic
       ? () => creds.credentials().catch((e) => Promise.reject(wrap(e)))
       : creds.credentials,
     invalidate: (used) => creds.invalidate(used).catch((e) => Promise.reject(wrap(e))),
   };
+}
+
+/** Why a `proxy-url` cannot be used (with the other TLS settings), or undefined. */
+function proxyProblem(
+  proxy: string,
+  tlsServerName: string | undefined,
+  insecure: boolean | undefined,
+): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(proxy);
+  } catch {
+    return `proxy-url "${proxy}" is not a valid URL`;
+  }
+  if (!["http:", "https:", "socks5:", "socks5h:"].includes(url.protocol)) {
+    return `proxy-url "${proxy}" has scheme ${
+      url.protocol.slice(0, -1)
+    }; use http, https or socks5`;
+  }
+  if ((tlsServerName || insecure) && url.protocol !== "http:") {
+    const other = tlsServerName ? "tls-server-name" : "insecure-skip-tls-verify";
+    return `proxy-url "${proxy}" together with ${other} works with an http:// proxy only; ` +
+      `use one, or drop ${other}`;
+  }
+  return undefined;
 }
 
 function readCa(

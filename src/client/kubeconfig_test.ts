@@ -348,7 +348,7 @@ Deno.test("exec plugin failures are one-line errors naming the plugin", async (t
       "not found",
       `${dir}/does-not-exist`,
       "      installHint: |\n        Install it with: brew install thing\n        More text",
-      /exec plugin ".*does-not-exist" not found: Install it with: brew install thing$/,
+      /exec plugin ".*does-not-exist" not found: Install it with: brew install thing More text$/,
     ],
     [
       "non-zero exit",

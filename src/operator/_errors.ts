@@ -86,6 +86,8 @@ function kubeconfigHint(err: KubeconfigError): string | undefined {
   if (/does not exist|names no existing file|no such file/i.test(m)) {
     return "pass --kubeconfig PATH or set KUBECONFIG";
   }
+  // The file is fine; the program it names is missing (the message carries its installHint).
+  if (/exec plugin "[^"]*" not found/.test(m)) return "install the plugin or put it on PATH";
   return "fix the file, or pass another one with --kubeconfig";
 }
 

@@ -11,6 +11,7 @@ import { type CommandIo, consoleIo, firstLine } from "../util/cli_io.ts";
 import { UsageError } from "../util/args.ts";
 import { compileCommand } from "./compile.ts";
 import { createCommand } from "./create.ts";
+import { importCommand } from "./import.ts";
 import { initCommand } from "./init.ts";
 
 /** kubeno's version, from `deno.json`. */
@@ -20,6 +21,7 @@ const COMMANDS: Record<string, KubenoCommand> = {
   init: initCommand,
   create: createCommand,
   compile: compileCommand,
+  import: importCommand,
 };
 
 const USAGE = `kubeno ${VERSION} — write Kubernetes operators in TypeScript on Deno
