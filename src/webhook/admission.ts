@@ -35,6 +35,7 @@
  */
 import { isDnsSubdomain } from "../util/names.ts";
 import { getLogger } from "../util/log.ts";
+import { firstLine } from "../util/cli_io.ts";
 import { diffJson } from "./_json_patch.ts";
 import type {
   AdmissionOperation,
@@ -282,7 +283,8 @@ export function admission<T extends KubeObject>(
   resource: Resource<T>,
   options: AdmissionOptions<T>,
 ): Admission<T> {
-  if (!options.default && !options.validate) {
+  const guard = conversionGuard(resource);
+  if (!options.default && !options.validate && !guard) {
     throw new TypeError(`Cannot declare admission for "${resource.kind}": set default or validate`);
   }
   const timeoutSeconds = options.timeoutSeconds ?? 10;
@@ -308,7 +310,7 @@ export function admission<T extends KubeObject>(
     mutating: defaulter
       ? { name: `m${name}`, path: `/mutate-${segment}`, operations: ["CREATE", "UPDATE"] }
       : undefined,
-    validating: validate
+    validating: validate || guard
       ? {
         name: `v${name}`,
         path: `/validate-${segment}`,
@@ -366,7 +368,10 @@ export function admission<T extends KubeObject>(
     async validate(request, signal) {
       const mismatch = checkKind(resource, request);
       if (mismatch) return mismatch;
-      if (!validate || request.operation === "CONNECT") return { uid: request.uid, allowed: true };
+      if (request.operation === "CONNECT") return { uid: request.uid, allowed: true };
+      const refused = guard?.(request);
+      if (refused) return refused;
+      if (!validate) return { uid: request.uid, allowed: true };
       const warnings: string[] = [];
       try {
         const result = await validate(contextOf<T>(request, warnings, signal));
@@ -394,6 +399,60 @@ function contextOf<T>(
     signal,
     warn: (message: string) => void warnings.push(String(message)),
   } as AdmissionContext<T>;
+}
+
+/** What the conversion guard needs of a multi-version resource (`defineResource` has it). */
+interface MultiVersion {
+  readonly versions: readonly string[];
+  convert(object: KubeObject, to: string): KubeObject;
+  crd(): { spec: { versions: { name: string; served: boolean; storage: boolean }[] } };
+}
+
+/**
+ * For a multi-version resource, the check that refuses a CREATE or UPDATE whose object does
+ * not convert to every other served (or stored) version: stored, such an object would fail
+ * every list and watch at that version, for all objects (the API server converts a list as a
+ * whole). Undefined for a resource with one version.
+ */
+function conversionGuard(
+  resource: Resource,
+): ((request: AdmissionRequest) => AdmissionResponse | undefined) | undefined {
+  const r = resource as Partial<MultiVersion>;
+  if (typeof r.convert !== "function" || typeof r.crd !== "function") return undefined;
+  if ((r.versions?.length ?? 0) < 2) return undefined;
+  const targets = r.crd().spec.versions
+    .filter((v) => (v.served || v.storage) && v.name !== resource.version)
+    .map((v) => `${resource.group}/${v.name}`);
+  const convert = r.convert.bind(r);
+  return (request) => {
+    if (request.operation !== "CREATE" && request.operation !== "UPDATE") return undefined;
+    const object = request.object as KubeObject | undefined;
+    if (!object?.metadata) return undefined;
+    const meta = { ...object.metadata };
+    meta.name ||= request.name;
+    meta.namespace ||= request.namespace;
+    const named = { ...object, metadata: meta };
+    for (const to of targets) {
+      try {
+        convert(named, to);
+      } catch (err) {
+        const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : err;
+        const ref = [meta.namespace, meta.name].filter(Boolean).join("/");
+        return {
+          uid: request.uid,
+          allowed: false,
+          status: {
+            code: 422,
+            reason: "Invalid",
+            message: `${resource.kind} "${ref}" cannot be stored: it does not convert to ${to}: ${
+              firstLine(why)
+            }`,
+          },
+        };
+      }
+    }
+    return undefined;
+  };
 }
 
 function checkKind(resource: Resource, request: AdmissionRequest): AdmissionResponse | undefined {
