@@ -36,6 +36,7 @@
 import { isDnsSubdomain } from "../util/names.ts";
 import { getLogger } from "../util/log.ts";
 import { firstLine } from "../util/cli_io.ts";
+import { type FieldError, invalidStatus, reasonForCode } from "./field_error.ts";
 import { diffJson } from "./_json_patch.ts";
 import type {
   AdmissionOperation,
@@ -81,22 +82,32 @@ export type AdmissionContext<T> =
   | AdmissionContextBase & { operation: "DELETE"; object?: undefined; oldObject: T };
 
 /**
- * What `validate` returns: nothing (or `true`) to allow, a string to deny with that message,
- * or a result object with warnings.
+ * What `validate` returns: nothing (or `true`, or an empty list) to allow; a string to deny
+ * with that message (reason `Forbidden`); field errors to deny as the API server refuses an
+ * invalid object (code 422, reason `Invalid`, one `details.causes` entry per field, so that
+ * kubectl prints `The CronJob "x" is invalid: spec.schedule: Invalid value: …`); or a result
+ * object with warnings.
  */
 export type ValidationResult =
   | void
   | undefined
   | boolean
   | string
+  | readonly FieldError[]
   | {
     /** @default true */
     allowed?: boolean;
     /** Why the request is denied. */
     message?: string;
+    /** The refused fields: the denial becomes 422 `Invalid` with causes. */
+    fieldErrors?: readonly FieldError[];
     /** Warnings for the client. */
     warnings?: string[];
-    /** HTTP code reported to the client when denied. @default 403 */
+    /**
+     * HTTP code reported to the client when denied; its reason follows (422 `Invalid`,
+     * 400 `BadRequest`, 409 `Conflict`…).
+     * @default 403 (422 with `fieldErrors`)
+     */
     code?: number;
   };
 
@@ -210,8 +221,30 @@ export interface Admission<T extends KubeObject = KubeObject> {
   validate(request: AdmissionRequest, signal?: AbortSignal): Promise<AdmissionResponse>;
 }
 
+/** Options of {@linkcode AdmissionDenied}. */
+export interface AdmissionDeniedOptions {
+  /**
+   * HTTP code reported to the client; its reason follows (422 `Invalid`, 409 `Conflict`…).
+   * @default 403 (422 with `fieldErrors`)
+   */
+  code?: number;
+  /**
+   * The refused fields: the denial is then 422 `Invalid` with one cause per field.
+   * @default []
+   */
+  fieldErrors?: readonly FieldError[];
+  /**
+   * Warnings for the client.
+   * @default []
+   */
+  warnings?: string[];
+  /** The error that led to the denial. */
+  cause?: unknown;
+}
+
 /**
- * Thrown by a handler to deny a request with a message (and optional warnings).
+ * Thrown by a handler to deny a request with a message (and optional warnings or field
+ * errors).
  *
  * @example Denying from a handler
  * ```ts
@@ -225,21 +258,21 @@ export class AdmissionDenied extends Error {
   readonly code: number;
   /** Warnings for the client. */
   readonly warnings: string[];
+  /** The refused fields, if any. */
+  readonly fieldErrors: readonly FieldError[];
 
   /**
    * Creates the denial.
    *
    * @param message Why the request is denied, shown to the client.
-   * @param options `code` (default 403), `warnings` and `cause`.
+   * @param options `code`, `fieldErrors`, `warnings` and `cause`.
    */
-  constructor(
-    message: string,
-    options: { code?: number; warnings?: string[]; cause?: unknown } = {},
-  ) {
-    super(message, { cause: options.cause });
+  constructor(message: string, options?: AdmissionDeniedOptions) {
+    super(message, { cause: options?.cause });
     this.name = "AdmissionDenied";
-    this.code = options.code ?? 403;
-    this.warnings = options.warnings ?? [];
+    this.fieldErrors = [...(options?.fieldErrors ?? [])];
+    this.code = options?.code ?? (this.fieldErrors.length ? 422 : 403);
+    this.warnings = options?.warnings ?? [];
   }
 }
 
@@ -375,7 +408,7 @@ export function admission<T extends KubeObject>(
       const warnings: string[] = [];
       try {
         const result = await validate(contextOf<T>(request, warnings, signal));
-        return resultToResponse(request.uid, result, warnings);
+        return resultToResponse(request, result, warnings);
       } catch (err) {
         return denial(request, err, warnings, `validate ${kindLabel}`);
       }
@@ -473,32 +506,56 @@ function checkKind(resource: Resource, request: AdmissionRequest): AdmissionResp
 }
 
 function resultToResponse(
-  uid: string,
+  request: AdmissionRequest,
   result: ValidationResult,
   warnings: string[],
 ): AdmissionResponse {
   let allowed = true;
   let message: string | undefined;
-  let code = 403;
+  let code: number | undefined;
+  let fieldErrors: readonly FieldError[] = [];
   if (typeof result === "string") {
     allowed = false;
     message = result;
   } else if (result === false) {
     allowed = false;
+  } else if (Array.isArray(result)) {
+    fieldErrors = result;
+    allowed = result.length === 0;
   } else if (typeof result === "object" && result !== null) {
-    allowed = result.allowed ?? true;
-    message = result.message;
-    code = result.code ?? 403;
-    if (Array.isArray(result.warnings)) warnings.push(...result.warnings.map(String));
+    const r = result as Exclude<ValidationResult, readonly FieldError[] | void | boolean | string>;
+    fieldErrors = r.fieldErrors ?? [];
+    allowed = r.allowed ?? fieldErrors.length === 0;
+    message = r.message;
+    code = r.code;
+    if (Array.isArray(r.warnings)) warnings.push(...r.warnings.map(String));
   }
   return {
-    uid,
+    uid: request.uid,
     allowed,
-    ...(allowed
-      ? {}
-      : { status: { code, reason: "Forbidden", message: message || "Denied by the webhook" } }),
+    ...(allowed ? {} : { status: denialStatus(request, message, code, fieldErrors) }),
     ...(warnings.length ? { warnings } : {}),
   };
+}
+
+/** The Status of a denial: `Invalid` with causes for field errors, else the code's reason. */
+function denialStatus(
+  request: AdmissionRequest,
+  message: string | undefined,
+  code: number | undefined,
+  fieldErrors: readonly FieldError[],
+): NonNullable<AdmissionResponse["status"]> {
+  if (fieldErrors.length) {
+    const name = request.name || (request.object as KubeObject | undefined)?.metadata?.name || "";
+    const status = invalidStatus(request.kind, name, fieldErrors);
+    return {
+      ...status,
+      ...(code ? { code, reason: reasonForCode(code) } : {}),
+      ...(message ? { message } : {}),
+    };
+  }
+  const c = code ?? 403;
+  return { code: c, reason: reasonForCode(c), message: message || "Denied by the webhook" };
 }
 
 function denial(
@@ -512,7 +569,12 @@ function denial(
     return {
       uid: request.uid,
       allowed: false,
-      status: { code: err.code, reason: "Forbidden", message: err.message },
+      status: denialStatus(
+        request,
+        err.fieldErrors.length ? undefined : err.message,
+        err.code,
+        err.fieldErrors,
+      ),
       ...(warnings.length ? { warnings } : {}),
     };
   }
