@@ -103,7 +103,6 @@ export { controllerOf, setControllerReference } from "./src/core/owner.ts";
 
 // Admission webhooks
 export { admission, AdmissionDenied, type AdmissionOptions } from "./src/webhook/admission.ts";
-export { field, type FieldError } from "./src/webhook/field_error.ts";
 
 // The operator program
 export { type Operator, operator } from "./src/operator/operator.ts";
