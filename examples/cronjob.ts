@@ -96,7 +96,10 @@ export type CronJobObject = ObjectOf<typeof CronJob>;
  */
 export function jobOwner(job: Job): string[] {
   const ref = controllerOf(job);
-  if (ref?.apiVersion !== CronJob.apiVersion || ref.kind !== CronJob.kind) return [];
+  // Group and kind, not the whole apiVersion: Jobs created while another version of CronJob was
+  // stored name that version in their owner reference, and are still this CronJob's.
+  const group = ref?.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
+  if (group !== CronJob.group || ref?.kind !== CronJob.kind) return [];
   return [objectKey({ namespace: job.metadata.namespace, name: ref.name })];
 }
 
