@@ -31,6 +31,13 @@ export const z: typeof zod = zod;
 /** Any zod schema: zod's `z.ZodType`. */
 export type ZodType = zod.ZodType;
 
+/**
+ * A zod schema whose output is `T`: zod's `z.ZodType<T>`.
+ *
+ * @typeParam T What the schema parses to.
+ */
+export type ZodTypeOf<T> = zod.ZodType<T>;
+
 /** A zod object schema of any shape: zod's `z.ZodObject`, what `z.object(...)` returns. */
 export type ZodObject = zod.ZodObject;
 
