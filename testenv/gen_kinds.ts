@@ -477,6 +477,13 @@ const SCHEMA_STANDINS: Record<string, Schema> = {
   },
 };
 
+/** The first sentence of a type's description, for the member that names it. */
+function summary(description: string | undefined, name: string): string {
+  const first = (description ?? "").split("\n")[0].match(/^.*?[.:](?=\s|$)/)?.[0] ??
+    (description ?? "").split("\n")[0];
+  return first.trim() || `The built-in type ${name}.`;
+}
+
 async function schemaData(
   version: string,
   schemas: Record<string, Schema>,
@@ -555,7 +562,7 @@ async function schemaData(
     "",
     "/** Every built-in type by its public name. */",
     "export interface BuiltinTypes {",
-    ...keys.map((k) => `  ${k}: ${k};`),
+    ...keys.flatMap((k) => [jsdoc(summary(data[k].description, k), "  "), `  ${k}: ${k};`]),
     "}",
     "",
     "/** The schemas, as JSON: `{ [publicName]: OpenAPI v3 schema }`. */",

@@ -561,522 +561,1039 @@ import type { Condition, ManagedFieldsEntry, ObjectMeta, OwnerReference } from "
 
 /** Every built-in type by its public name. */
 export interface BuiltinTypes {
+  /** APIService represents a server for a particular GroupVersion. */
   APIService: APIService;
+  /** APIServiceCondition describes the state of an APIService at a particular point */
   APIServiceCondition: APIServiceCondition;
+  /** APIServiceSpec contains information for locating and communicating with a server. */
   APIServiceSpec: APIServiceSpec;
+  /** APIServiceStatus contains derived information about an API server */
   APIServiceStatus: APIServiceStatus;
+  /** Represents a Persistent Disk resource in AWS. */
   AWSElasticBlockStoreVolumeSource: AWSElasticBlockStoreVolumeSource;
+  /** Affinity is a group of affinity scheduling rules. */
   Affinity: Affinity;
+  /** AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole */
   AggregationRule: AggregationRule;
+  /** AllocatedDeviceStatus contains the status of an allocated device, if the driver chooses to report it. */
   AllocatedDeviceStatus: AllocatedDeviceStatus;
+  /** AllocationResult contains attributes of an allocated resource. */
   AllocationResult: AllocationResult;
+  /** ServiceReference holds a reference to Service.legacy.k8s.io */
   ApiregistrationV1ServiceReference: ApiregistrationV1ServiceReference;
+  /** AppArmorProfile defines a pod or container's AppArmor settings. */
   AppArmorProfile: AppArmorProfile;
+  /** ApplyConfiguration defines the desired configuration values of an object. */
   ApplyConfiguration: ApplyConfiguration;
+  /** AttachedVolume describes a volume attached to a node */
   AttachedVolume: AttachedVolume;
+  /** AuditAnnotation describes how to produce an audit annotation for an API request. */
   AuditAnnotation: AuditAnnotation;
+  /** CrossVersionObjectReference contains enough information to let you identify the referred resource. */
   AutoscalingV1CrossVersionObjectReference: AutoscalingV1CrossVersionObjectReference;
+  /** configuration of a horizontal pod autoscaler. */
   AutoscalingV1HorizontalPodAutoscaler: AutoscalingV1HorizontalPodAutoscaler;
+  /** specification of a horizontal pod autoscaler. */
   AutoscalingV1HorizontalPodAutoscalerSpec: AutoscalingV1HorizontalPodAutoscalerSpec;
+  /** current status of a horizontal pod autoscaler */
   AutoscalingV1HorizontalPodAutoscalerStatus: AutoscalingV1HorizontalPodAutoscalerStatus;
+  /** AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. */
   AzureDiskVolumeSource: AzureDiskVolumeSource;
+  /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
   AzureFilePersistentVolumeSource: AzureFilePersistentVolumeSource;
+  /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
   AzureFileVolumeSource: AzureFileVolumeSource;
+  /** Binding ties one object to another; for example, a pod is bound to a node by a scheduler. */
   Binding: Binding;
+  /** BoundObjectReference is a reference to an object that a token is bound to. */
   BoundObjectReference: BoundObjectReference;
+  /** CELDeviceSelector contains a CEL expression for selecting a device. */
   CELDeviceSelector: CELDeviceSelector;
+  /** CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster. */
   CSIDriver: CSIDriver;
+  /** CSIDriverSpec is the specification of a CSIDriver. */
   CSIDriverSpec: CSIDriverSpec;
+  /** CSINode holds information about all CSI drivers installed on a node. */
   CSINode: CSINode;
+  /** CSINodeDriver holds information about the specification of one CSI driver installed on a node */
   CSINodeDriver: CSINodeDriver;
+  /** CSINodeSpec holds information about the specification of all CSI drivers installed on a node */
   CSINodeSpec: CSINodeSpec;
+  /** CSINodeStatus contains health and status information for storage on a node. */
   CSINodeStatus: CSINodeStatus;
+  /** Represents storage that is managed by an external CSI volume driver */
   CSIPersistentVolumeSource: CSIPersistentVolumeSource;
+  /** CSIStorageCapacity stores the result of one CSI GetCapacity call. */
   CSIStorageCapacity: CSIStorageCapacity;
+  /** Represents a source location of a volume to mount, managed by an external CSI driver */
   CSIVolumeSource: CSIVolumeSource;
+  /** Adds and removes POSIX capabilities from running containers. */
   Capabilities: Capabilities;
+  /** CapacityRequestPolicy defines how requests consume device capacity. */
   CapacityRequestPolicy: CapacityRequestPolicy;
+  /** CapacityRequestPolicyRange defines a valid range for consumable capacity values. */
   CapacityRequestPolicyRange: CapacityRequestPolicyRange;
+  /** CapacityRequirements defines the capacity requirements for a specific device request. */
   CapacityRequirements: CapacityRequirements;
+  /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
   CephFSPersistentVolumeSource: CephFSPersistentVolumeSource;
+  /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
   CephFSVolumeSource: CephFSVolumeSource;
+  /** CertificateSigningRequest objects provide a mechanism to obtain x509 certificates by submitting a certificate signing request, and having it asynchronously approved and issued. */
   CertificateSigningRequest: CertificateSigningRequest;
+  /** CertificateSigningRequestCondition describes a condition of a CertificateSigningRequest object */
   CertificateSigningRequestCondition: CertificateSigningRequestCondition;
+  /** CertificateSigningRequestSpec contains the certificate request. */
   CertificateSigningRequestSpec: CertificateSigningRequestSpec;
+  /** CertificateSigningRequestStatus contains conditions used to indicate approved/denied/failed status of the request, and the issued certificate. */
   CertificateSigningRequestStatus: CertificateSigningRequestStatus;
+  /** Represents a cinder volume resource in Openstack. */
   CinderPersistentVolumeSource: CinderPersistentVolumeSource;
+  /** Represents a cinder volume resource in Openstack. */
   CinderVolumeSource: CinderVolumeSource;
+  /** ClientIPConfig represents the configurations of Client IP based session affinity. */
   ClientIPConfig: ClientIPConfig;
+  /** ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding. */
   ClusterRole: ClusterRole;
+  /** ClusterRoleBinding references a ClusterRole, but not contain it. */
   ClusterRoleBinding: ClusterRoleBinding;
+  /** ClusterTrustBundle is a cluster-scoped container for X.509 trust anchors (root certificates). */
   ClusterTrustBundle: ClusterTrustBundle;
+  /** ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects and project their contents into the pod filesystem. */
   ClusterTrustBundleProjection: ClusterTrustBundleProjection;
+  /** ClusterTrustBundleSpec contains the signer and trust anchors. */
   ClusterTrustBundleSpec: ClusterTrustBundleSpec;
+  /** Information about the condition of a component. */
   ComponentCondition: ComponentCondition;
+  /** ComponentStatus (and ComponentStatusList) holds the cluster validation info. */
   ComponentStatus: ComponentStatus;
+  /** Condition contains details for one aspect of the current state of this API Resource. */
   Condition: Condition;
+  /** ConfigMap holds configuration data for pods to consume. */
   ConfigMap: ConfigMap;
+  /** ConfigMapEnvSource selects a ConfigMap to populate the environment variables with. */
   ConfigMapEnvSource: ConfigMapEnvSource;
+  /** Selects a key from a ConfigMap. */
   ConfigMapKeySelector: ConfigMapKeySelector;
+  /** ConfigMapNodeConfigSource contains the information to reference a ConfigMap as a config source for the Node. */
   ConfigMapNodeConfigSource: ConfigMapNodeConfigSource;
+  /** Adapts a ConfigMap into a projected volume. */
   ConfigMapProjection: ConfigMapProjection;
+  /** Adapts a ConfigMap into a volume. */
   ConfigMapVolumeSource: ConfigMapVolumeSource;
+  /** A single application container that you want to run within a pod. */
   Container: Container;
+  /** ContainerExtendedResourceRequest has the mapping of container name, extended resource name to the device request name. */
   ContainerExtendedResourceRequest: ContainerExtendedResourceRequest;
+  /** Describe a container image */
   ContainerImage: ContainerImage;
+  /** ContainerPort represents a network port in a single container. */
   ContainerPort: ContainerPort;
+  /** ContainerResizePolicy represents resource resize policy for the container. */
   ContainerResizePolicy: ContainerResizePolicy;
+  /** ContainerResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. */
   ContainerResourceMetricSource: ContainerResourceMetricSource;
+  /** ContainerResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing a single container in each pod in the current scale target (e.g. */
   ContainerResourceMetricStatus: ContainerResourceMetricStatus;
+  /** ContainerRestartRule describes how a container exit is handled. */
   ContainerRestartRule: ContainerRestartRule;
+  /** ContainerRestartRuleOnExitCodes describes the condition for handling an exited container based on its exit codes. */
   ContainerRestartRuleOnExitCodes: ContainerRestartRuleOnExitCodes;
+  /** ContainerState holds a possible state of container. */
   ContainerState: ContainerState;
+  /** ContainerStateRunning is a running state of a container. */
   ContainerStateRunning: ContainerStateRunning;
+  /** ContainerStateTerminated is a terminated state of a container. */
   ContainerStateTerminated: ContainerStateTerminated;
+  /** ContainerStateWaiting is a waiting state of a container. */
   ContainerStateWaiting: ContainerStateWaiting;
+  /** ContainerStatus contains details for the current status of this container. */
   ContainerStatus: ContainerStatus;
+  /** ContainerUser represents user identity information */
   ContainerUser: ContainerUser;
+  /** ControllerRevision implements an immutable snapshot of state data. */
   ControllerRevision: ControllerRevision;
+  /** ResourceClaim references one entry in PodSpec.ResourceClaims. */
   CoreV1ResourceClaim: CoreV1ResourceClaim;
+  /** Counter describes a quantity associated with a device. */
   Counter: Counter;
+  /** CounterSet defines a named set of counters that are available to be used by devices defined in the ResourcePool. */
   CounterSet: CounterSet;
+  /** CronJob represents the configuration of a single cron job. */
   CronJob: CronJob;
+  /** CronJobSpec describes how the job execution will look like and when it will actually run. */
   CronJobSpec: CronJobSpec;
+  /** CronJobStatus represents the current state of a cron job. */
   CronJobStatus: CronJobStatus;
+  /** CrossVersionObjectReference contains enough information to let you identify the referred resource. */
   CrossVersionObjectReference: CrossVersionObjectReference;
+  /** CustomResourceDefinition represents a resource that should be exposed on the API server. */
   CustomResourceDefinition: CustomResourceDefinition;
+  /** CustomResourceDefinitionStatus indicates the state of the CustomResourceDefinition */
   CustomResourceDefinitionStatus: CustomResourceDefinitionStatus;
+  /** DaemonEndpoint contains information about a single Daemon endpoint. */
   DaemonEndpoint: DaemonEndpoint;
+  /** DaemonSet represents the configuration of a daemon set. */
   DaemonSet: DaemonSet;
+  /** DaemonSetCondition describes the state of a DaemonSet at a certain point. */
   DaemonSetCondition: DaemonSetCondition;
+  /** DaemonSetSpec is the specification of a daemon set. */
   DaemonSetSpec: DaemonSetSpec;
+  /** DaemonSetStatus represents the current status of a daemon set. */
   DaemonSetStatus: DaemonSetStatus;
+  /** DaemonSetUpdateStrategy is a struct used to control the update strategy for a DaemonSet. */
   DaemonSetUpdateStrategy: DaemonSetUpdateStrategy;
+  /** DeleteOptions may be provided when deleting an API object. */
   DeleteOptions: DeleteOptions;
+  /** Deployment enables declarative updates for Pods and ReplicaSets. */
   Deployment: Deployment;
+  /** DeploymentCondition describes the state of a deployment at a certain point. */
   DeploymentCondition: DeploymentCondition;
+  /** DeploymentSpec is the specification of the desired behavior of the Deployment. */
   DeploymentSpec: DeploymentSpec;
+  /** DeploymentStatus is the most recently observed status of the Deployment. */
   DeploymentStatus: DeploymentStatus;
+  /** DeploymentStrategy describes how to replace existing pods with new ones. */
   DeploymentStrategy: DeploymentStrategy;
+  /** Device represents one individual hardware instance that can be selected based on its attributes. */
   Device: Device;
+  /** DeviceAllocationConfiguration gets embedded in an AllocationResult. */
   DeviceAllocationConfiguration: DeviceAllocationConfiguration;
+  /** DeviceAllocationResult is the result of allocating devices. */
   DeviceAllocationResult: DeviceAllocationResult;
+  /** DeviceAttribute must have exactly one field set. */
   DeviceAttribute: DeviceAttribute;
+  /** DeviceCapacity describes a quantity associated with a device. */
   DeviceCapacity: DeviceCapacity;
+  /** DeviceClaim defines how to request devices with a ResourceClaim. */
   DeviceClaim: DeviceClaim;
+  /** DeviceClaimConfiguration is used for configuration parameters in DeviceClaim. */
   DeviceClaimConfiguration: DeviceClaimConfiguration;
+  /** DeviceClass is a vendor- or admin-provided resource that contains device configuration and selectors. */
   DeviceClass: DeviceClass;
+  /** DeviceClassConfiguration is used in DeviceClass. */
   DeviceClassConfiguration: DeviceClassConfiguration;
+  /** DeviceClassSpec is used in a [DeviceClass] to define what can be allocated and how to configure it. */
   DeviceClassSpec: DeviceClassSpec;
+  /** DeviceConstraint must have exactly one field set besides Requests. */
   DeviceConstraint: DeviceConstraint;
+  /** DeviceCounterConsumption defines a set of counters that a device will consume from a CounterSet. */
   DeviceCounterConsumption: DeviceCounterConsumption;
+  /** DeviceDerivedAttribute defines a derived attribute computed via CEL. */
   DeviceDerivedAttribute: DeviceDerivedAttribute;
+  /** DeviceRequest is a request for devices required for a claim. */
   DeviceRequest: DeviceRequest;
+  /** DeviceRequestAllocationResult contains the allocation result for one request. */
   DeviceRequestAllocationResult: DeviceRequestAllocationResult;
+  /** DeviceSelector must have exactly one field set. */
   DeviceSelector: DeviceSelector;
+  /** DeviceSubRequest describes a request for device provided in the claim.spec.devices.requests[].firstAvailable array. */
   DeviceSubRequest: DeviceSubRequest;
+  /** The device this taint is attached to has the "effect" on any claim which does not tolerate the taint and, through the claim, to pods using the claim. */
   DeviceTaint: DeviceTaint;
+  /** DeviceTaintRule adds one taint to all devices which match the selector. */
   DeviceTaintRule: DeviceTaintRule;
+  /** DeviceTaintRuleSpec specifies the selector and one taint. */
   DeviceTaintRuleSpec: DeviceTaintRuleSpec;
+  /** DeviceTaintRuleStatus provides information about an on-going pod eviction. */
   DeviceTaintRuleStatus: DeviceTaintRuleStatus;
+  /** DeviceTaintSelector defines which device(s) a DeviceTaintRule applies to. */
   DeviceTaintSelector: DeviceTaintSelector;
+  /** The ResourceClaim this DeviceToleration is attached to tolerates any taint that matches the triple <key,value,effect> using the matching operator <operator>. */
   DeviceToleration: DeviceToleration;
+  /** EndpointPort represents a Port used by an EndpointSlice */
   DiscoveryV1EndpointPort: DiscoveryV1EndpointPort;
+  /** Represents downward API info for projecting into a projected volume. */
   DownwardAPIProjection: DownwardAPIProjection;
+  /** DownwardAPIVolumeFile represents information to create the file containing the pod field */
   DownwardAPIVolumeFile: DownwardAPIVolumeFile;
+  /** DownwardAPIVolumeSource represents a volume containing downward API info. */
   DownwardAPIVolumeSource: DownwardAPIVolumeSource;
+  /** Represents an empty directory for a pod. */
   EmptyDirVolumeSource: EmptyDirVolumeSource;
+  /** Endpoint represents a single logical "backend" implementing a service. */
   Endpoint: Endpoint;
+  /** EndpointAddress is a tuple that describes single IP address. */
   EndpointAddress: EndpointAddress;
+  /** EndpointConditions represents the current condition of an endpoint. */
   EndpointConditions: EndpointConditions;
+  /** EndpointHints provides hints describing how an endpoint should be consumed. */
   EndpointHints: EndpointHints;
+  /** EndpointPort is a tuple that describes a single port. */
   EndpointPort: EndpointPort;
+  /** EndpointSlice represents a set of service endpoints. */
   EndpointSlice: EndpointSlice;
+  /** EndpointSubset is a group of addresses with a common set of ports. */
   EndpointSubset: EndpointSubset;
+  /** Endpoints is a collection of endpoints that implement the actual service. */
   Endpoints: Endpoints;
+  /** EnvFromSource represents the source of a set of ConfigMaps or Secrets */
   EnvFromSource: EnvFromSource;
+  /** EnvVar represents an environment variable present in a Container. */
   EnvVar: EnvVar;
+  /** EnvVarSource represents a source for the value of an EnvVar. */
   EnvVarSource: EnvVarSource;
+  /** An EphemeralContainer is a temporary container that you may add to an existing Pod for user-initiated activities such as debugging. */
   EphemeralContainer: EphemeralContainer;
+  /** Represents an ephemeral volume that is handled by a normal storage driver. */
   EphemeralVolumeSource: EphemeralVolumeSource;
+  /** Event is a report of an event somewhere in the cluster. */
   Event: Event;
+  /** EventSeries contain information on series of events, i.e. */
   EventSeries: EventSeries;
+  /** EventSource contains information for an event. */
   EventSource: EventSource;
+  /** Event is a report of an event somewhere in the cluster. */
   EventsV1Event: EventsV1Event;
+  /** EventSeries contain information on series of events, i.e. */
   EventsV1EventSeries: EventsV1EventSeries;
+  /** Eviction evicts a pod from its node subject to certain policies and safety constraints. */
   Eviction: Eviction;
+  /** EvictionResponder allows you to specify the responder reacting to an Eviction. */
   EvictionResponder: EvictionResponder;
+  /** ExactDeviceRequest is a request for one or more identical devices. */
   ExactDeviceRequest: ExactDeviceRequest;
+  /** ExecAction describes a "run in container" action. */
   ExecAction: ExecAction;
+  /** ExemptPriorityLevelConfiguration describes the configurable aspects of the handling of exempt requests. */
   ExemptPriorityLevelConfiguration: ExemptPriorityLevelConfiguration;
+  /** ExpressionWarning is a warning information that targets a specific expression. */
   ExpressionWarning: ExpressionWarning;
+  /** ExternalMetricSource indicates how to scale on a metric not associated with any Kubernetes object (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster). */
   ExternalMetricSource: ExternalMetricSource;
+  /** ExternalMetricStatus indicates the current value of a global metric not associated with any Kubernetes object. */
   ExternalMetricStatus: ExternalMetricStatus;
+  /** Represents a Fibre Channel volume. */
   FCVolumeSource: FCVolumeSource;
+  /** FieldSelectorAttributes indicates a field limited access. */
   FieldSelectorAttributes: FieldSelectorAttributes;
+  /** FieldSelectorRequirement is a selector that contains values, a key, and an operator that relates the key and values. */
   FieldSelectorRequirement: FieldSelectorRequirement;
+  /** FileKeySelector selects a key of the env file. */
   FileKeySelector: FileKeySelector;
+  /** FlexPersistentVolumeSource represents a generic persistent volume resource that is provisioned/attached using an exec based plugin. */
   FlexPersistentVolumeSource: FlexPersistentVolumeSource;
+  /** FlexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. */
   FlexVolumeSource: FlexVolumeSource;
+  /** Represents a Flocker volume mounted by the Flocker agent. */
   FlockerVolumeSource: FlockerVolumeSource;
+  /** FlowDistinguisherMethod specifies the method of a flow distinguisher. */
   FlowDistinguisherMethod: FlowDistinguisherMethod;
+  /** FlowSchema defines the schema of a group of flows. */
   FlowSchema: FlowSchema;
+  /** FlowSchemaCondition describes conditions for a FlowSchema. */
   FlowSchemaCondition: FlowSchemaCondition;
+  /** FlowSchemaSpec describes how the FlowSchema's specification looks like. */
   FlowSchemaSpec: FlowSchemaSpec;
+  /** FlowSchemaStatus represents the current state of a FlowSchema. */
   FlowSchemaStatus: FlowSchemaStatus;
+  /** Subject matches the originator of a request, as identified by the request authentication system. */
   FlowcontrolV1Subject: FlowcontrolV1Subject;
+  /** ForNode provides information about which nodes should consume this endpoint. */
   ForNode: ForNode;
+  /** ForZone provides information about which zones should consume this endpoint. */
   ForZone: ForZone;
+  /** Represents a Persistent Disk resource in Google Compute Engine. */
   GCEPersistentDiskVolumeSource: GCEPersistentDiskVolumeSource;
+  /** GRPCAction specifies an action involving a GRPC service. */
   GRPCAction: GRPCAction;
+  /** Represents a volume that is populated with the contents of a git repository. */
   GitRepoVolumeSource: GitRepoVolumeSource;
+  /** Represents a Glusterfs mount that lasts the lifetime of a pod. */
   GlusterfsPersistentVolumeSource: GlusterfsPersistentVolumeSource;
+  /** Represents a Glusterfs mount that lasts the lifetime of a pod. */
   GlusterfsVolumeSource: GlusterfsVolumeSource;
+  /** GroupResource specifies a Group and a Resource, but does not force a version. */
   GroupResource: GroupResource;
+  /** GroupSubject holds detailed information for group-kind subject. */
   GroupSubject: GroupSubject;
+  /** HPAScalingPolicy is a single policy which must hold true for a specified past interval. */
   HPAScalingPolicy: HPAScalingPolicy;
+  /** HPAScalingRules configures the scaling behavior for one direction via scaling Policy Rules and a configurable metric tolerance. */
   HPAScalingRules: HPAScalingRules;
+  /** HTTPGetAction describes an action based on HTTP Get requests. */
   HTTPGetAction: HTTPGetAction;
+  /** HTTPHeader describes a custom header to be used in HTTP probes */
   HTTPHeader: HTTPHeader;
+  /** HTTPIngressPath associates a path with a backend. */
   HTTPIngressPath: HTTPIngressPath;
+  /** HTTPIngressRuleValue is a list of http selectors pointing to backends. */
   HTTPIngressRuleValue: HTTPIngressRuleValue;
+  /** HorizontalPodAutoscaler is the configuration for a horizontal pod autoscaler, which automatically manages the replica count of any resource implementing the scale subresource based on the metrics specified. */
   HorizontalPodAutoscaler: HorizontalPodAutoscaler;
+  /** HorizontalPodAutoscalerBehavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively). */
   HorizontalPodAutoscalerBehavior: HorizontalPodAutoscalerBehavior;
+  /** HorizontalPodAutoscalerCondition describes the state of a HorizontalPodAutoscaler at a certain point. */
   HorizontalPodAutoscalerCondition: HorizontalPodAutoscalerCondition;
+  /** HorizontalPodAutoscalerSpec describes the desired functionality of the HorizontalPodAutoscaler. */
   HorizontalPodAutoscalerSpec: HorizontalPodAutoscalerSpec;
+  /** HorizontalPodAutoscalerStatus describes the current status of a horizontal pod autoscaler. */
   HorizontalPodAutoscalerStatus: HorizontalPodAutoscalerStatus;
+  /** HostAlias holds the mapping between IP and hostnames that will be injected as an entry in the pod's hosts file. */
   HostAlias: HostAlias;
+  /** HostIP represents a single IP address allocated to the host. */
   HostIP: HostIP;
+  /** Represents a host path mapped into a pod. */
   HostPathVolumeSource: HostPathVolumeSource;
+  /** IPAddress represents a single IP of a single IP Family. */
   IPAddress: IPAddress;
+  /** IPAddressSpec describe the attributes in an IP Address. */
   IPAddressSpec: IPAddressSpec;
+  /** IPBlock describes a particular CIDR (Ex. */
   IPBlock: IPBlock;
+  /** ISCSIPersistentVolumeSource represents an ISCSI disk. */
   ISCSIPersistentVolumeSource: ISCSIPersistentVolumeSource;
+  /** Represents an ISCSI disk. */
   ISCSIVolumeSource: ISCSIVolumeSource;
+  /** ImageVolumeSource represents a image volume resource. */
   ImageVolumeSource: ImageVolumeSource;
+  /** ImageVolumeStatus represents the image-based volume status. */
   ImageVolumeStatus: ImageVolumeStatus;
+  /** Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend. */
   Ingress: Ingress;
+  /** IngressBackend describes all endpoints for a given service and port. */
   IngressBackend: IngressBackend;
+  /** IngressClass represents the class of the Ingress, referenced by the Ingress Spec. */
   IngressClass: IngressClass;
+  /** IngressClassParametersReference identifies an API object. */
   IngressClassParametersReference: IngressClassParametersReference;
+  /** IngressClassSpec provides information about the class of an Ingress. */
   IngressClassSpec: IngressClassSpec;
+  /** IngressLoadBalancerIngress represents the status of a load-balancer ingress point. */
   IngressLoadBalancerIngress: IngressLoadBalancerIngress;
+  /** IngressLoadBalancerStatus represents the status of a load-balancer. */
   IngressLoadBalancerStatus: IngressLoadBalancerStatus;
+  /** IngressPortStatus represents the error condition of a service port */
   IngressPortStatus: IngressPortStatus;
+  /** IngressRule represents the rules mapping the paths under a specified host to the related backend services. */
   IngressRule: IngressRule;
+  /** IngressServiceBackend references a Kubernetes Service as a Backend. */
   IngressServiceBackend: IngressServiceBackend;
+  /** IngressSpec describes the Ingress the user wishes to exist. */
   IngressSpec: IngressSpec;
+  /** IngressStatus describe the current state of the Ingress. */
   IngressStatus: IngressStatus;
+  /** IngressTLS describes the transport layer security associated with an ingress. */
   IngressTLS: IngressTLS;
+  /** JSONPatch defines a JSON Patch. */
   JSONPatch: JSONPatch;
+  /** Job represents the configuration of a single job. */
   Job: Job;
+  /** JobCondition describes current state of a job. */
   JobCondition: JobCondition;
+  /** JobSchedulingConfiguration composes the reusable workload-aware scheduling building blocks. */
   JobSchedulingConfiguration: JobSchedulingConfiguration;
+  /** JobSpec describes how the job execution will look like. */
   JobSpec: JobSpec;
+  /** JobStatus represents the current state of a Job. */
   JobStatus: JobStatus;
+  /** JobTemplateSpec describes the data a Job should have when created from a template */
   JobTemplateSpec: JobTemplateSpec;
+  /** Maps a string key to a path within a volume. */
   KeyToPath: KeyToPath;
+  /** A label selector is a label query over a set of resources. */
   LabelSelector: LabelSelector;
+  /** LabelSelectorAttributes indicates a label limited access. */
   LabelSelectorAttributes: LabelSelectorAttributes;
+  /** A label selector requirement is a selector that contains values, a key, and an operator that relates the key and values. */
   LabelSelectorRequirement: LabelSelectorRequirement;
+  /** Lease defines a lease concept. */
   Lease: Lease;
+  /** LeaseSpec is a specification of a Lease. */
   LeaseSpec: LeaseSpec;
+  /** Lifecycle describes actions that the management system should take in response to container lifecycle events. */
   Lifecycle: Lifecycle;
+  /** LifecycleHandler defines a specific action that should be taken in a lifecycle hook. */
   LifecycleHandler: LifecycleHandler;
+  /** LimitRange sets resource usage limits for each kind of resource in a Namespace. */
   LimitRange: LimitRange;
+  /** LimitRangeItem defines a min/max usage limit for any resource that matches on kind. */
   LimitRangeItem: LimitRangeItem;
+  /** LimitRangeSpec defines a min/max usage limit for resources that match on kind. */
   LimitRangeSpec: LimitRangeSpec;
+  /** LimitResponse defines how to handle requests that can not be executed right now. */
   LimitResponse: LimitResponse;
+  /** LimitedPriorityLevelConfiguration specifies how to handle requests that are subject to limits. */
   LimitedPriorityLevelConfiguration: LimitedPriorityLevelConfiguration;
+  /** LinuxContainerUser represents user identity information in Linux containers */
   LinuxContainerUser: LinuxContainerUser;
+  /** LoadBalancerIngress represents the status of a load-balancer ingress point: */
   LoadBalancerIngress: LoadBalancerIngress;
+  /** LoadBalancerStatus represents the status of a load-balancer. */
   LoadBalancerStatus: LoadBalancerStatus;
+  /** LocalObjectReference contains enough information to let you locate the referenced object inside the same namespace. */
   LocalObjectReference: LocalObjectReference;
+  /** LocalSubjectAccessReview checks whether or not a user or group can perform an action in a given namespace. */
   LocalSubjectAccessReview: LocalSubjectAccessReview;
+  /** Local represents directly-attached storage with node affinity */
   LocalVolumeSource: LocalVolumeSource;
+  /** ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to. */
   ManagedFieldsEntry: ManagedFieldsEntry;
+  /** MatchCondition represents a condition which must by fulfilled for a request to be sent to a webhook. */
   MatchCondition: MatchCondition;
+  /** MatchResources decides whether to run the admission control policy on an object based on whether it meets the match criteria. */
   MatchResources: MatchResources;
+  /** MetricIdentifier defines the name and optionally selector for a metric */
   MetricIdentifier: MetricIdentifier;
+  /** MetricSpec specifies how to scale based on a single metric (only `type` and one other matching field should be set at once). */
   MetricSpec: MetricSpec;
+  /** MetricStatus describes the last-read state of a single metric. */
   MetricStatus: MetricStatus;
+  /** MetricTarget defines the target value, average value, or average utilization of a specific metric */
   MetricTarget: MetricTarget;
+  /** MetricValueStatus holds the current value for a metric */
   MetricValueStatus: MetricValueStatus;
+  /** ModifyVolumeStatus represents the status object of ControllerModifyVolume operation */
   ModifyVolumeStatus: ModifyVolumeStatus;
+  /** MutatingAdmissionPolicy describes the definition of an admission mutation policy that mutates the object coming into admission chain. */
   MutatingAdmissionPolicy: MutatingAdmissionPolicy;
+  /** MutatingAdmissionPolicyBinding binds the MutatingAdmissionPolicy with parametrized resources. */
   MutatingAdmissionPolicyBinding: MutatingAdmissionPolicyBinding;
+  /** MutatingAdmissionPolicyBindingSpec defines the specification of the MutatingAdmissionPolicyBinding. */
   MutatingAdmissionPolicyBindingSpec: MutatingAdmissionPolicyBindingSpec;
+  /** MutatingAdmissionPolicySpec defines the desired behavior of the admission policy. */
   MutatingAdmissionPolicySpec: MutatingAdmissionPolicySpec;
+  /** MutatingWebhook describes an admission webhook and the resources and operations it applies to. */
   MutatingWebhook: MutatingWebhook;
+  /** MutatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and may change the object. */
   MutatingWebhookConfiguration: MutatingWebhookConfiguration;
+  /** Mutation specifies the CEL expression which is used to apply the Mutation. */
   Mutation: Mutation;
+  /** Represents an NFS mount that lasts the lifetime of a pod. */
   NFSVolumeSource: NFSVolumeSource;
+  /** NamedRuleWithOperations is a tuple of Operations and Resources with ResourceNames. */
   NamedRuleWithOperations: NamedRuleWithOperations;
+  /** Namespace provides a scope for Names. */
   Namespace: Namespace;
+  /** NamespaceCondition contains details about state of namespace. */
   NamespaceCondition: NamespaceCondition;
+  /** NamespaceSpec describes the attributes on a Namespace. */
   NamespaceSpec: NamespaceSpec;
+  /** NamespaceStatus is information about the current status of a Namespace. */
   NamespaceStatus: NamespaceStatus;
+  /** NetworkDeviceData provides network-related details for the allocated device. */
   NetworkDeviceData: NetworkDeviceData;
+  /** NetworkPolicy describes what network traffic is allowed for a set of Pods */
   NetworkPolicy: NetworkPolicy;
+  /** NetworkPolicyEgressRule describes a particular set of traffic that is allowed out of pods matched by a NetworkPolicySpec's podSelector. */
   NetworkPolicyEgressRule: NetworkPolicyEgressRule;
+  /** NetworkPolicyIngressRule describes a particular set of traffic that is allowed to the pods matched by a NetworkPolicySpec's podSelector. */
   NetworkPolicyIngressRule: NetworkPolicyIngressRule;
+  /** NetworkPolicyPeer describes a peer to allow traffic to/from. */
   NetworkPolicyPeer: NetworkPolicyPeer;
+  /** NetworkPolicyPort describes a port to allow traffic on */
   NetworkPolicyPort: NetworkPolicyPort;
+  /** NetworkPolicySpec provides the specification of a NetworkPolicy */
   NetworkPolicySpec: NetworkPolicySpec;
+  /** Node is a worker node in Kubernetes. */
   Node: Node;
+  /** NodeAddress contains information for the node's address. */
   NodeAddress: NodeAddress;
+  /** Node affinity is a group of node affinity scheduling rules. */
   NodeAffinity: NodeAffinity;
+  /** NodeAllocatableMappedResources describes mapped node allocatable resource allocations. */
   NodeAllocatableMappedResources: NodeAllocatableMappedResources;
+  /** NodeAllocatableMapping defines how a DRA allocation directly translates into a node allocatable resource quantity. */
   NodeAllocatableMapping: NodeAllocatableMapping;
+  /** NodeAllocatableOverhead defines auxiliary resource overheads incurred when allocating a device. */
   NodeAllocatableOverhead: NodeAllocatableOverhead;
+  /** NodeAllocatableOverheadResources describes auxiliary overhead resource allocations. */
   NodeAllocatableOverheadResources: NodeAllocatableOverheadResources;
+  /** NodeAllocatableResource defines the translation between the DRA device/capacity units requested to the corresponding quantity of the node allocatable resource. */
   NodeAllocatableResource: NodeAllocatableResource;
+  /** NodeAllocatableResourceClaimStatus describes the status of node allocatable resources allocated via DRA. */
   NodeAllocatableResourceClaimStatus: NodeAllocatableResourceClaimStatus;
+  /** NodeCondition contains condition information for a node. */
   NodeCondition: NodeCondition;
+  /** NodeConfigSource specifies a source of node configuration. */
   NodeConfigSource: NodeConfigSource;
+  /** NodeConfigStatus describes the status of the config assigned by Node.Spec.ConfigSource. */
   NodeConfigStatus: NodeConfigStatus;
+  /** NodeDaemonEndpoints lists ports opened by daemons running on the Node. */
   NodeDaemonEndpoints: NodeDaemonEndpoints;
+  /** NodeFeatures describes the set of features implemented by the CRI implementation. */
   NodeFeatures: NodeFeatures;
+  /** NodePodPreemptionPolicy defines the node-level policies governing preemption for pods on this node. */
   NodePodPreemptionPolicy: NodePodPreemptionPolicy;
+  /** NodeRuntimeHandler is a set of runtime handler information. */
   NodeRuntimeHandler: NodeRuntimeHandler;
+  /** NodeRuntimeHandlerFeatures is a set of features implemented by the runtime handler. */
   NodeRuntimeHandlerFeatures: NodeRuntimeHandlerFeatures;
+  /** A node selector represents the union of the results of one or more label queries over a set of nodes; that is, it represents the OR of the selectors represented by the node selector terms. */
   NodeSelector: NodeSelector;
+  /** A node selector requirement is a selector that contains values, a key, and an operator that relates the key and values. */
   NodeSelectorRequirement: NodeSelectorRequirement;
+  /** A null or empty node selector term matches no objects. */
   NodeSelectorTerm: NodeSelectorTerm;
+  /** NodeSpec describes the attributes that a node is created with. */
   NodeSpec: NodeSpec;
+  /** NodeStatus is information about the current status of a node. */
   NodeStatus: NodeStatus;
+  /** NodeSwapStatus represents swap memory information. */
   NodeSwapStatus: NodeSwapStatus;
+  /** NodeSystemInfo is a set of ids/uuids to uniquely identify the node. */
   NodeSystemInfo: NodeSystemInfo;
+  /** NonResourceAttributes includes the authorization attributes available for non-resource requests to the Authorizer interface */
   NonResourceAttributes: NonResourceAttributes;
+  /** NonResourcePolicyRule is a predicate that matches non-resource requests according to their verb and the target non-resource URL. */
   NonResourcePolicyRule: NonResourcePolicyRule;
+  /** NonResourceRule holds information that describes a rule for the non-resource */
   NonResourceRule: NonResourceRule;
+  /** ObjectFieldSelector selects an APIVersioned field of an object. */
   ObjectFieldSelector: ObjectFieldSelector;
+  /** ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create. */
   ObjectMeta: ObjectMeta;
+  /** ObjectMetricSource indicates how to scale on a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
   ObjectMetricSource: ObjectMetricSource;
+  /** ObjectMetricStatus indicates the current value of a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
   ObjectMetricStatus: ObjectMetricStatus;
+  /** ObjectReference contains enough information to let you inspect or modify the referred object. */
   ObjectReference: ObjectReference;
+  /** OpaqueDeviceConfiguration contains configuration parameters for a driver in a format defined by the driver vendor. */
   OpaqueDeviceConfiguration: OpaqueDeviceConfiguration;
+  /** Overhead structure represents the resource overhead associated with running a pod. */
   Overhead: Overhead;
+  /** OwnerReference contains enough information to let you identify an owning object. */
   OwnerReference: OwnerReference;
+  /** ParamKind is a tuple of Group Kind and Version. */
   ParamKind: ParamKind;
+  /** ParamRef describes how to locate the params to be used as input to expressions of rules applied by a policy binding. */
   ParamRef: ParamRef;
+  /** ParentReference describes a reference to a parent object. */
   ParentReference: ParentReference;
+  /** PersistentVolume (PV) is a storage resource provisioned by an administrator. */
   PersistentVolume: PersistentVolume;
+  /** PersistentVolumeClaim is a user's request for and claim to a persistent volume */
   PersistentVolumeClaim: PersistentVolumeClaim;
+  /** PersistentVolumeClaimCondition contains details about state of pvc */
   PersistentVolumeClaimCondition: PersistentVolumeClaimCondition;
+  /** PersistentVolumeClaimSpec describes the common attributes of storage devices and allows a Source for provider-specific attributes */
   PersistentVolumeClaimSpec: PersistentVolumeClaimSpec;
+  /** PersistentVolumeClaimStatus is the current status of a persistent volume claim. */
   PersistentVolumeClaimStatus: PersistentVolumeClaimStatus;
+  /** PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part of an EphemeralVolumeSource. */
   PersistentVolumeClaimTemplate: PersistentVolumeClaimTemplate;
+  /** PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace. */
   PersistentVolumeClaimVolumeSource: PersistentVolumeClaimVolumeSource;
+  /** PersistentVolumeSpec is the specification of a persistent volume. */
   PersistentVolumeSpec: PersistentVolumeSpec;
+  /** PersistentVolumeStatus is the current status of a persistent volume. */
   PersistentVolumeStatus: PersistentVolumeStatus;
+  /** Represents a Photon Controller persistent disk resource. */
   PhotonPersistentDiskVolumeSource: PhotonPersistentDiskVolumeSource;
+  /** Pod is a collection of containers that can run on a host. */
   Pod: Pod;
+  /** Pod affinity is a group of inter pod affinity scheduling rules. */
   PodAffinity: PodAffinity;
+  /** Defines a set of pods (namely those matching the labelSelector relative to the given namespace(s)) that this pod should be co-located (affinity) or not co-located (anti-affinity) with, where co-located is defined as running on a node whose value of the label with key <topologyKey> matches that of any node on which a pod of the set of pods is running */
   PodAffinityTerm: PodAffinityTerm;
+  /** Pod anti affinity is a group of inter pod anti affinity scheduling rules. */
   PodAntiAffinity: PodAntiAffinity;
+  /** PodCertificateProjection provides a private key and X.509 certificate in the pod filesystem. */
   PodCertificateProjection: PodCertificateProjection;
+  /** PodCertificateRequest encodes a pod requesting a certificate from a given signer. */
   PodCertificateRequest: PodCertificateRequest;
+  /** PodCertificateRequestSpec describes the certificate request. */
   PodCertificateRequestSpec: PodCertificateRequestSpec;
+  /** PodCertificateRequestStatus describes the status of the request, and holds the certificate data if the request is issued. */
   PodCertificateRequestStatus: PodCertificateRequestStatus;
+  /** PodCondition contains details for the current condition of this pod. */
   PodCondition: PodCondition;
+  /** PodDNSConfig defines the DNS parameters of a pod in addition to those generated from DNSPolicy. */
   PodDNSConfig: PodDNSConfig;
+  /** PodDNSConfigOption defines DNS resolver options of a pod. */
   PodDNSConfigOption: PodDNSConfigOption;
+  /** PodDisruptionBudget is an object to define the max disruption that can be caused to a collection of pods */
   PodDisruptionBudget: PodDisruptionBudget;
+  /** PodDisruptionBudgetSpec is a description of a PodDisruptionBudget. */
   PodDisruptionBudgetSpec: PodDisruptionBudgetSpec;
+  /** PodDisruptionBudgetStatus represents information about the status of a PodDisruptionBudget. */
   PodDisruptionBudgetStatus: PodDisruptionBudgetStatus;
+  /** PodExtendedResourceClaimStatus is stored in the PodStatus for the extended resource requests backed by DRA. */
   PodExtendedResourceClaimStatus: PodExtendedResourceClaimStatus;
+  /** PodFailurePolicy describes how failed pods influence the backoffLimit. */
   PodFailurePolicy: PodFailurePolicy;
+  /** PodFailurePolicyOnExitCodesRequirement describes the requirement for handling a failed pod based on its container exit codes. */
   PodFailurePolicyOnExitCodesRequirement: PodFailurePolicyOnExitCodesRequirement;
+  /** PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod condition type. */
   PodFailurePolicyOnPodConditionsPattern: PodFailurePolicyOnPodConditionsPattern;
+  /** PodFailurePolicyRule describes how a pod failure is handled when the requirements are met. */
   PodFailurePolicyRule: PodFailurePolicyRule;
+  /** PodIP represents a single IP address allocated to the pod. */
   PodIP: PodIP;
+  /** PodOS defines the OS parameters of a pod. */
   PodOS: PodOS;
+  /** PodReadinessGate contains the reference to a pod condition */
   PodReadinessGate: PodReadinessGate;
+  /** PodResourceClaim references exactly one ResourceClaim, either directly or by naming a ResourceClaimTemplate which is then turned into a ResourceClaim for the pod. */
   PodResourceClaim: PodResourceClaim;
+  /** PodResourceClaimStatus is stored in the PodStatus for each PodResourceClaim which references a ResourceClaimTemplate. */
   PodResourceClaimStatus: PodResourceClaimStatus;
+  /** PodSchedulingGate is associated to a Pod to guard its scheduling. */
   PodSchedulingGate: PodSchedulingGate;
+  /** PodSchedulingGroup identifies the runtime scheduling group instance that a Pod belongs to. */
   PodSchedulingGroup: PodSchedulingGroup;
+  /** PodSecurityContext holds pod-level security attributes and common container settings. */
   PodSecurityContext: PodSecurityContext;
+  /** PodSpec is a description of a pod. */
   PodSpec: PodSpec;
+  /** PodStatus represents information about the status of a pod. */
   PodStatus: PodStatus;
+  /** PodTemplate describes a template for creating copies of a predefined pod. */
   PodTemplate: PodTemplate;
+  /** PodTemplateSpec describes the data a pod should have when created from a template */
   PodTemplateSpec: PodTemplateSpec;
+  /** PodVolumeHealth contains health information for a volume used by a pod, reported by the CSI node plugin via the kubelet. */
   PodVolumeHealth: PodVolumeHealth;
+  /** PodsMetricSource indicates how to scale on a metric describing each pod in the current scale target (for example, transactions-processed-per-second). */
   PodsMetricSource: PodsMetricSource;
+  /** PodsMetricStatus indicates the current value of a metric describing each pod in the current scale target (for example, transactions-processed-per-second). */
   PodsMetricStatus: PodsMetricStatus;
+  /** PolicyRule holds information that describes a policy rule, but does not contain information about who the rule applies to or which namespace the rule applies to. */
   PolicyRule: PolicyRule;
+  /** PolicyRulesWithSubjects prescribes a test that applies to a request to an apiserver. */
   PolicyRulesWithSubjects: PolicyRulesWithSubjects;
+  /** PortStatus represents the error condition of a service port */
   PortStatus: PortStatus;
+  /** PortworxVolumeSource represents a Portworx volume resource. */
   PortworxVolumeSource: PortworxVolumeSource;
+  /** Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out. */
   Preconditions: Preconditions;
+  /** An empty preferred scheduling term matches all objects with implicit weight 0 (i.e. */
   PreferredSchedulingTerm: PreferredSchedulingTerm;
+  /** PriorityClass defines mapping from a priority class name to the priority integer value. */
   PriorityClass: PriorityClass;
+  /** PriorityLevelConfiguration represents the configuration of a priority level. */
   PriorityLevelConfiguration: PriorityLevelConfiguration;
+  /** PriorityLevelConfigurationCondition defines the condition of priority level. */
   PriorityLevelConfigurationCondition: PriorityLevelConfigurationCondition;
+  /** PriorityLevelConfigurationReference contains information that points to the "request-priority" being used. */
   PriorityLevelConfigurationReference: PriorityLevelConfigurationReference;
+  /** PriorityLevelConfigurationSpec specifies the configuration of a priority level. */
   PriorityLevelConfigurationSpec: PriorityLevelConfigurationSpec;
+  /** PriorityLevelConfigurationStatus represents the current state of a "request-priority". */
   PriorityLevelConfigurationStatus: PriorityLevelConfigurationStatus;
+  /** Probe describes a health check to be performed against a container to determine whether it is alive or ready to receive traffic. */
   Probe: Probe;
+  /** Represents a projected volume source */
   ProjectedVolumeSource: ProjectedVolumeSource;
+  /** QueuingConfiguration holds the configuration parameters for queuing */
   QueuingConfiguration: QueuingConfiguration;
+  /** Represents a Quobyte mount that lasts the lifetime of a pod. */
   QuobyteVolumeSource: QuobyteVolumeSource;
+  /** Represents a Rados Block Device mount that lasts the lifetime of a pod. */
   RBDPersistentVolumeSource: RBDPersistentVolumeSource;
+  /** Represents a Rados Block Device mount that lasts the lifetime of a pod. */
   RBDVolumeSource: RBDVolumeSource;
+  /** ReplicaSet ensures that a specified number of pod replicas are running at any given time. */
   ReplicaSet: ReplicaSet;
+  /** ReplicaSetCondition describes the state of a replica set at a certain point. */
   ReplicaSetCondition: ReplicaSetCondition;
+  /** ReplicaSetSpec is the specification of a ReplicaSet. */
   ReplicaSetSpec: ReplicaSetSpec;
+  /** ReplicaSetStatus represents the current status of a ReplicaSet. */
   ReplicaSetStatus: ReplicaSetStatus;
+  /** ReplicationController represents the configuration of a replication controller. */
   ReplicationController: ReplicationController;
+  /** ReplicationControllerCondition describes the state of a replication controller at a certain point. */
   ReplicationControllerCondition: ReplicationControllerCondition;
+  /** ReplicationControllerSpec is the specification of a replication controller. */
   ReplicationControllerSpec: ReplicationControllerSpec;
+  /** ReplicationControllerStatus represents the current status of a replication controller. */
   ReplicationControllerStatus: ReplicationControllerStatus;
+  /** ResourceAttributes includes the authorization attributes available for resource requests to the Authorizer interface */
   ResourceAttributes: ResourceAttributes;
+  /** ResourceClaim describes a request for access to resources in the cluster, for use by workloads. */
   ResourceClaim: ResourceClaim;
+  /** ResourceClaimConsumerReference contains enough information to let you locate the consumer of a ResourceClaim. */
   ResourceClaimConsumerReference: ResourceClaimConsumerReference;
+  /** ResourceClaimSpec defines what is being requested in a ResourceClaim and how to configure it. */
   ResourceClaimSpec: ResourceClaimSpec;
+  /** ResourceClaimStatus tracks whether the resource has been allocated and what the result of that was. */
   ResourceClaimStatus: ResourceClaimStatus;
+  /** ResourceClaimTemplate is used to produce ResourceClaim objects. */
   ResourceClaimTemplate: ResourceClaimTemplate;
+  /** ResourceClaimTemplateSpec contains the metadata and fields for a ResourceClaim. */
   ResourceClaimTemplateSpec: ResourceClaimTemplateSpec;
+  /** ResourceFieldSelector represents container resources (cpu, memory) and their output format */
   ResourceFieldSelector: ResourceFieldSelector;
+  /** ResourceHealth represents the health of a resource. */
   ResourceHealth: ResourceHealth;
+  /** ResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. */
   ResourceMetricSource: ResourceMetricSource;
+  /** ResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. */
   ResourceMetricStatus: ResourceMetricStatus;
+  /** ResourcePolicyRule is a predicate that matches some resource requests, testing the request's verb and the target resource. */
   ResourcePolicyRule: ResourcePolicyRule;
+  /** ResourcePool describes the pool that ResourceSlices belong to. */
   ResourcePool: ResourcePool;
+  /** ResourceQuota sets aggregate quota restrictions enforced per namespace */
   ResourceQuota: ResourceQuota;
+  /** ResourceQuotaSpec defines the desired hard limits to enforce for Quota. */
   ResourceQuotaSpec: ResourceQuotaSpec;
+  /** ResourceQuotaStatus defines the enforced hard limits and observed use. */
   ResourceQuotaStatus: ResourceQuotaStatus;
+  /** ResourceRequirements describes the compute resource requirements. */
   ResourceRequirements: ResourceRequirements;
+  /** ResourceRule is the list of actions the subject is allowed to perform on resources. */
   ResourceRule: ResourceRule;
+  /** ResourceSlice represents one or more resources in a pool of similar resources, managed by a common driver. */
   ResourceSlice: ResourceSlice;
+  /** ResourceSliceSpec contains the information published by the driver in one ResourceSlice. */
   ResourceSliceSpec: ResourceSliceSpec;
+  /** ResourceStatus represents the status of a single resource allocated to a Pod. */
   ResourceStatus: ResourceStatus;
+  /** Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding. */
   Role: Role;
+  /** RoleBinding references a role, but does not contain it. */
   RoleBinding: RoleBinding;
+  /** RoleRef contains information that points to the role being used */
   RoleRef: RoleRef;
+  /** Spec to control the desired behavior of daemon set rolling update. */
   RollingUpdateDaemonSet: RollingUpdateDaemonSet;
+  /** Spec to control the desired behavior of rolling update. */
   RollingUpdateDeployment: RollingUpdateDeployment;
+  /** RollingUpdateStatefulSetStrategy is used to communicate parameter for RollingUpdateStatefulSetStrategyType. */
   RollingUpdateStatefulSetStrategy: RollingUpdateStatefulSetStrategy;
+  /** RuleWithOperations is a tuple of Operations and Resources. */
   RuleWithOperations: RuleWithOperations;
+  /** RuntimeClass defines a class of container runtime supported in the cluster. */
   RuntimeClass: RuntimeClass;
+  /** SELinuxOptions are the labels to be applied to the container */
   SELinuxOptions: SELinuxOptions;
+  /** Scale represents a scaling request for a resource. */
   Scale: Scale;
+  /** ScaleIOPersistentVolumeSource represents a persistent ScaleIO volume */
   ScaleIOPersistentVolumeSource: ScaleIOPersistentVolumeSource;
+  /** ScaleIOVolumeSource represents a persistent ScaleIO volume */
   ScaleIOVolumeSource: ScaleIOVolumeSource;
+  /** ScaleSpec describes the attributes of a scale subresource. */
   ScaleSpec: ScaleSpec;
+  /** ScaleStatus represents the current status of a scale subresource. */
   ScaleStatus: ScaleStatus;
+  /** Scheduling specifies the scheduling constraints for nodes supporting a RuntimeClass. */
   Scheduling: Scheduling;
+  /** A scope selector represents the AND of the selectors represented by the scoped-resource selector requirements. */
   ScopeSelector: ScopeSelector;
+  /** A scoped-resource selector requirement is a selector that contains values, a scope name, and an operator that relates the scope name and values. */
   ScopedResourceSelectorRequirement: ScopedResourceSelectorRequirement;
+  /** SeccompProfile defines a pod/container's seccomp profile settings. */
   SeccompProfile: SeccompProfile;
+  /** Secret holds secret data of a certain type. */
   Secret: Secret;
+  /** SecretEnvSource selects a Secret to populate the environment variables with. */
   SecretEnvSource: SecretEnvSource;
+  /** SecretKeySelector selects a key of a Secret. */
   SecretKeySelector: SecretKeySelector;
+  /** Adapts a secret into a projected volume. */
   SecretProjection: SecretProjection;
+  /** SecretReference represents a Secret Reference. */
   SecretReference: SecretReference;
+  /** Adapts a Secret into a volume. */
   SecretVolumeSource: SecretVolumeSource;
+  /** SecurityContext holds security configuration that will be applied to a container. */
   SecurityContext: SecurityContext;
+  /** SelfSubjectAccessReview checks whether or the current user can perform an action. */
   SelfSubjectAccessReview: SelfSubjectAccessReview;
+  /** SelfSubjectAccessReviewSpec is a description of the access request. */
   SelfSubjectAccessReviewSpec: SelfSubjectAccessReviewSpec;
+  /** SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request. */
   SelfSubjectReview: SelfSubjectReview;
+  /** SelfSubjectReviewStatus is filled by the kube-apiserver and sent back to a user. */
   SelfSubjectReviewStatus: SelfSubjectReviewStatus;
+  /** SelfSubjectRulesReview enumerates the set of actions the current user can perform within a namespace. */
   SelfSubjectRulesReview: SelfSubjectRulesReview;
+  /** SelfSubjectRulesReviewSpec defines the specification for SelfSubjectRulesReview. */
   SelfSubjectRulesReviewSpec: SelfSubjectRulesReviewSpec;
+  /** Service is a named abstraction of software service (for example, mysql) consisting of local port (for example 3306) that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy. */
   Service: Service;
+  /** ServiceAccount binds together: */
   ServiceAccount: ServiceAccount;
+  /** ServiceAccountSubject holds detailed information for service-account-kind subject. */
   ServiceAccountSubject: ServiceAccountSubject;
+  /** ServiceAccountTokenProjection represents a projected service account token volume. */
   ServiceAccountTokenProjection: ServiceAccountTokenProjection;
+  /** ServiceBackendPort is the service port being referenced. */
   ServiceBackendPort: ServiceBackendPort;
+  /** ServiceCIDR defines a range of IP addresses using CIDR format (e.g. */
   ServiceCIDR: ServiceCIDR;
+  /** ServiceCIDRSpec define the CIDRs the user wants to use for allocating ClusterIPs for Services. */
   ServiceCIDRSpec: ServiceCIDRSpec;
+  /** ServiceCIDRStatus describes the current state of the ServiceCIDR. */
   ServiceCIDRStatus: ServiceCIDRStatus;
+  /** ServicePort contains information on service's port. */
   ServicePort: ServicePort;
+  /** ServiceReference holds a reference to Service.legacy.k8s.io */
   ServiceReference: ServiceReference;
+  /** ServiceSpec describes the attributes that a user creates on a service. */
   ServiceSpec: ServiceSpec;
+  /** ServiceStatus represents the current status of a service. */
   ServiceStatus: ServiceStatus;
+  /** SessionAffinityConfig represents the configurations of session affinity. */
   SessionAffinityConfig: SessionAffinityConfig;
+  /** SleepAction describes a "sleep" action. */
   SleepAction: SleepAction;
+  /** StatefulSet represents a set of pods with consistent identities. */
   StatefulSet: StatefulSet;
+  /** StatefulSetCondition describes the state of a statefulset at a certain point. */
   StatefulSetCondition: StatefulSetCondition;
+  /** StatefulSetOrdinals describes the policy used for replica ordinal assignment in this StatefulSet. */
   StatefulSetOrdinals: StatefulSetOrdinals;
+  /** StatefulSetPersistentVolumeClaimRetentionPolicy describes the policy used for PVCs created from the StatefulSet VolumeClaimTemplates. */
   StatefulSetPersistentVolumeClaimRetentionPolicy: StatefulSetPersistentVolumeClaimRetentionPolicy;
+  /** A StatefulSetSpec is the specification of a StatefulSet. */
   StatefulSetSpec: StatefulSetSpec;
+  /** StatefulSetStatus represents the current state of a StatefulSet. */
   StatefulSetStatus: StatefulSetStatus;
+  /** StatefulSetUpdateStrategy indicates the strategy that the StatefulSet controller will use to perform updates. */
   StatefulSetUpdateStrategy: StatefulSetUpdateStrategy;
+  /** StorageClass describes the parameters for a class of storage for which PersistentVolumes can be dynamically provisioned. */
   StorageClass: StorageClass;
+  /** StorageHealth contains storage backend health reported by a CSI driver on a node. */
   StorageHealth: StorageHealth;
+  /** StorageHealthCondition represents an adverse health condition reported by a CSI driver for its storage backend on a node. */
   StorageHealthCondition: StorageHealthCondition;
+  /** Represents a StorageOS persistent volume resource. */
   StorageOSPersistentVolumeSource: StorageOSPersistentVolumeSource;
+  /** Represents a StorageOS persistent volume resource. */
   StorageOSVolumeSource: StorageOSVolumeSource;
+  /** TokenRequest contains parameters of a service account token. */
   StorageV1TokenRequest: StorageV1TokenRequest;
+  /** StorageVersionMigration represents a migration of stored data to the latest storage version. */
   StorageVersionMigration: StorageVersionMigration;
+  /** Spec of the storage version migration. */
   StorageVersionMigrationSpec: StorageVersionMigrationSpec;
+  /** Status of the storage version migration. */
   StorageVersionMigrationStatus: StorageVersionMigrationStatus;
+  /** Subject contains a reference to the object or user identities a role binding applies to. */
   Subject: Subject;
+  /** SubjectAccessReview checks whether or not a user or group can perform an action. */
   SubjectAccessReview: SubjectAccessReview;
+  /** SubjectAccessReviewSpec is a description of the access request. */
   SubjectAccessReviewSpec: SubjectAccessReviewSpec;
+  /** SubjectAccessReviewStatus */
   SubjectAccessReviewStatus: SubjectAccessReviewStatus;
+  /** SubjectRulesReviewStatus contains the result of a rules check. */
   SubjectRulesReviewStatus: SubjectRulesReviewStatus;
+  /** SuccessPolicy describes when a Job can be declared as succeeded based on the success of some indexes. */
   SuccessPolicy: SuccessPolicy;
+  /** SuccessPolicyRule describes rule for declaring a Job as succeeded. */
   SuccessPolicyRule: SuccessPolicyRule;
+  /** Sysctl defines a kernel parameter to be set */
   Sysctl: Sysctl;
+  /** TCPSocketAction describes an action based on opening a socket */
   TCPSocketAction: TCPSocketAction;
+  /** The node this Taint is attached to has the "effect" on any pod that does not tolerate the Taint. */
   Taint: Taint;
+  /** TokenRequest requests a token for a given service account. */
   TokenRequest: TokenRequest;
+  /** TokenRequestSpec contains client provided parameters of a token request. */
   TokenRequestSpec: TokenRequestSpec;
+  /** TokenRequestStatus is the result of a token request. */
   TokenRequestStatus: TokenRequestStatus;
+  /** TokenReview attempts to authenticate a token to a known user. */
   TokenReview: TokenReview;
+  /** TokenReviewSpec is a description of the token authentication request. */
   TokenReviewSpec: TokenReviewSpec;
+  /** TokenReviewStatus is the result of the token authentication request. */
   TokenReviewStatus: TokenReviewStatus;
+  /** The pod this Toleration is attached to tolerates any taint that matches the triple <key,value,effect> using the matching operator <operator>. */
   Toleration: Toleration;
+  /** TopologyConstraint defines a topology constraint for a PodGroup. */
   TopologyConstraint: TopologyConstraint;
+  /** A topology selector requirement is a selector that matches given label. */
   TopologySelectorLabelRequirement: TopologySelectorLabelRequirement;
+  /** A topology selector term represents the result of label queries. */
   TopologySelectorTerm: TopologySelectorTerm;
+  /** TopologySpreadConstraint specifies how to spread matching pods among the given topology. */
   TopologySpreadConstraint: TopologySpreadConstraint;
+  /** TypeChecking contains results of type checking the expressions in the ValidatingAdmissionPolicy */
   TypeChecking: TypeChecking;
+  /** TypedLocalObjectReference contains enough information to let you locate the typed referenced object inside the same namespace. */
   TypedLocalObjectReference: TypedLocalObjectReference;
+  /** TypedObjectReference contains enough information to let you locate the typed referenced object */
   TypedObjectReference: TypedObjectReference;
+  /** UncountedTerminatedPods holds UIDs of Pods that have terminated but haven't been accounted in Job status counters. */
   UncountedTerminatedPods: UncountedTerminatedPods;
+  /** UserInfo holds the information about the user needed to implement the user.Info interface. */
   UserInfo: UserInfo;
+  /** UserSubject holds detailed information for user-kind subject. */
   UserSubject: UserSubject;
+  /** ValidatingAdmissionPolicy describes the definition of an admission validation policy that accepts or rejects an object without changing it. */
   ValidatingAdmissionPolicy: ValidatingAdmissionPolicy;
+  /** ValidatingAdmissionPolicyBinding binds the ValidatingAdmissionPolicy with paramerized resources. */
   ValidatingAdmissionPolicyBinding: ValidatingAdmissionPolicyBinding;
+  /** ValidatingAdmissionPolicyBindingSpec is the specification of the ValidatingAdmissionPolicyBinding. */
   ValidatingAdmissionPolicyBindingSpec: ValidatingAdmissionPolicyBindingSpec;
+  /** ValidatingAdmissionPolicySpec is the specification of the desired behavior of the AdmissionPolicy. */
   ValidatingAdmissionPolicySpec: ValidatingAdmissionPolicySpec;
+  /** ValidatingAdmissionPolicyStatus represents the status of an admission validation policy. */
   ValidatingAdmissionPolicyStatus: ValidatingAdmissionPolicyStatus;
+  /** ValidatingWebhook describes an admission webhook and the resources and operations it applies to. */
   ValidatingWebhook: ValidatingWebhook;
+  /** ValidatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and object without changing it. */
   ValidatingWebhookConfiguration: ValidatingWebhookConfiguration;
+  /** Validation specifies the CEL expression which is used to apply the validation. */
   Validation: Validation;
+  /** Variable is the definition of a variable that is used for composition. */
   Variable: Variable;
+  /** Volume represents a named volume in a pod that may be accessed by any container in the pod. */
   Volume: Volume;
+  /** VolumeAttachment captures the intent to attach or detach the specified volume to/from the specified node. */
   VolumeAttachment: VolumeAttachment;
+  /** VolumeAttachmentSource represents a volume that should be attached. */
   VolumeAttachmentSource: VolumeAttachmentSource;
+  /** VolumeAttachmentSpec is the specification of a VolumeAttachment request. */
   VolumeAttachmentSpec: VolumeAttachmentSpec;
+  /** VolumeAttachmentStatus is the status of a VolumeAttachment request. */
   VolumeAttachmentStatus: VolumeAttachmentStatus;
+  /** VolumeAttributesClass represents a specification of mutable volume attributes defined by the CSI driver. */
   VolumeAttributesClass: VolumeAttributesClass;
+  /** volumeDevice describes a mapping of a raw block device within a container. */
   VolumeDevice: VolumeDevice;
+  /** VolumeError captures an error encountered during a volume operation. */
   VolumeError: VolumeError;
+  /** VolumeHealthCondition represents an adverse health condition reported for a volume. */
   VolumeHealthCondition: VolumeHealthCondition;
+  /** VolumeHealthStatus contains health information for a volume reported by the CSI controller plugin. */
   VolumeHealthStatus: VolumeHealthStatus;
+  /** VolumeMount describes a mounting of a Volume within a container. */
   VolumeMount: VolumeMount;
+  /** VolumeMountStatus shows status of volume mounts. */
   VolumeMountStatus: VolumeMountStatus;
+  /** VolumeNodeAffinity defines constraints that limit what nodes this volume can be accessed from. */
   VolumeNodeAffinity: VolumeNodeAffinity;
+  /** VolumeNodeResources is a set of resource limits for scheduling of volumes. */
   VolumeNodeResources: VolumeNodeResources;
+  /** Projection that may be projected along with other supported volume types. */
   VolumeProjection: VolumeProjection;
+  /** VolumeResourceRequirements describes the storage resource requirements for a volume. */
   VolumeResourceRequirements: VolumeResourceRequirements;
+  /** VolumeStatus represents the status of a mounted volume. */
   VolumeStatus: VolumeStatus;
+  /** Represents a vSphere volume resource. */
   VsphereVirtualDiskVolumeSource: VsphereVirtualDiskVolumeSource;
+  /** WebhookClientConfig contains the information to make a TLS connection with the webhook */
   WebhookClientConfig: WebhookClientConfig;
+  /** The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s) */
   WeightedPodAffinityTerm: WeightedPodAffinityTerm;
+  /** WindowsSecurityContextOptions contain Windows-specific options and credentials. */
   WindowsSecurityContextOptions: WindowsSecurityContextOptions;
+  /** WorkloadPodGroupAllDisruptionMode indicates that all pods in the group must be disrupted together. */
   WorkloadPodGroupAllDisruptionMode: WorkloadPodGroupAllDisruptionMode;
+  /** WorkloadPodGroupBasicSchedulingPolicy indicates standard Kubernetes scheduling behavior. */
   WorkloadPodGroupBasicSchedulingPolicy: WorkloadPodGroupBasicSchedulingPolicy;
+  /** WorkloadPodGroupDisruptionMode defines how individual pods within a group can be disrupted. */
   WorkloadPodGroupDisruptionMode: WorkloadPodGroupDisruptionMode;
+  /** WorkloadPodGroupGangSchedulingPolicy defines the parameters for gang (all-or-nothing) scheduling. */
   WorkloadPodGroupGangSchedulingPolicy: WorkloadPodGroupGangSchedulingPolicy;
+  /** WorkloadPodGroupResourceClaim references a dynamic resource claim that is shared across pods in the group. */
   WorkloadPodGroupResourceClaim: WorkloadPodGroupResourceClaim;
+  /** WorkloadPodGroupSchedulingConstraints defines leaf-level scheduling constraints, such as topology. */
   WorkloadPodGroupSchedulingConstraints: WorkloadPodGroupSchedulingConstraints;
+  /** WorkloadPodGroupSchedulingPolicy defines the scheduling policy for a group of pods managed by a workload controller. */
   WorkloadPodGroupSchedulingPolicy: WorkloadPodGroupSchedulingPolicy;
+  /** WorkloadPodGroupSingleDisruptionMode indicates that individual pods can be disrupted independently. */
   WorkloadPodGroupSingleDisruptionMode: WorkloadPodGroupSingleDisruptionMode;
 }
 

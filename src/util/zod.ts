@@ -10,19 +10,43 @@
 import { z as zod } from "zod";
 
 /**
- * zod v4, re-exported so that `defineResource` schemas need no other import. Use it for
- * values (`z.object(...)`, `z.string()`); the zod types kubeno's signatures use are exported
- * beside it ({@linkcode ZodType}, {@linkcode ZodObject}, ...); for the others (`z.infer`,
- * `z.ZodEnum`), import `type { z }` from `npm:zod` directly.
+ * zod v4, re-exported so that `defineResource` schemas need no other import: zod's own `z`,
+ * a value and a namespace, so both `z.object(...)` and `z.infer<typeof spec>` work. The zod
+ * types kubeno's signatures use are exported beside it ({@linkcode ZodType},
+ * {@linkcode ZodObject}, ...).
  *
- * @example A spec schema
+ * @example A spec schema and its type
  * ```ts
  * import { z } from "./zod.ts";
  * const spec = z.object({ image: z.string(), replicas: z.int().default(1) });
- * if (spec.parse({ image: "nginx" }).replicas !== 1) throw new Error();
+ * type Spec = z.infer<typeof spec>;
+ * const parsed: Spec = spec.parse({ image: "nginx" });
+ * if (parsed.replicas !== 1) throw new Error();
  * ```
  */
 export const z: typeof zod = zod;
+
+/**
+ * zod's type helpers under `z`, so that `z.infer<typeof spec>` (and `z.input`, `z.output`)
+ * work with kubeno's `z` as with zod's own.
+ */
+export declare namespace z {
+  /**
+   * What a schema parses to: zod's `z.infer`.
+   * @typeParam T The schema's type.
+   */
+  export type infer<T> = output<T>;
+  /**
+   * What a schema parses to: zod's `z.output`.
+   * @typeParam T The schema's type.
+   */
+  export type output<T> = T extends { _zod: { output: unknown } } ? T["_zod"]["output"] : never;
+  /**
+   * What a schema accepts: zod's `z.input`.
+   * @typeParam T The schema's type.
+   */
+  export type input<T> = T extends { _zod: { input: unknown } } ? T["_zod"]["input"] : never;
+}
 
 // Aliases whose target has type arguments are spelled as what a `z` function returns
 // (`ReturnType<typeof z.optional<T>>`) rather than `zod.ZodOptional<T>`: the same type, but
@@ -32,11 +56,11 @@ export const z: typeof zod = zod;
 export type ZodType = zod.ZodType;
 
 /**
- * A zod schema whose output is `T`: zod's `z.ZodType<T>`.
+ * A zod schema whose output is `T` (spelled as what `z.custom<T>()` returns, a `z.ZodType<T>`).
  *
  * @typeParam T What the schema parses to.
  */
-export type ZodTypeOf<T> = zod.ZodType<T>;
+export type ZodTypeOf<T> = ReturnType<typeof z.custom<T>>;
 
 /** A zod object schema of any shape: zod's `z.ZodObject`, what `z.object(...)` returns. */
 export type ZodObject = zod.ZodObject;
