@@ -10,43 +10,19 @@
 import { z as zod } from "zod";
 
 /**
- * zod v4, re-exported so that `defineResource` schemas need no other import: zod's own `z`,
- * a value and a namespace, so both `z.object(...)` and `z.infer<typeof spec>` work. The zod
+ * zod v4, for kubeno's own modules. What users import is `z` from `z.ts` (the same value,
+ * also a namespace of zod's type helpers, so that `z.infer<typeof spec>` works); the zod
  * types kubeno's signatures use are exported beside it ({@linkcode ZodType},
  * {@linkcode ZodObject}, ...).
  *
- * @example A spec schema and its type
+ * @example A spec schema
  * ```ts
  * import { z } from "./zod.ts";
  * const spec = z.object({ image: z.string(), replicas: z.int().default(1) });
- * type Spec = z.infer<typeof spec>;
- * const parsed: Spec = spec.parse({ image: "nginx" });
- * if (parsed.replicas !== 1) throw new Error();
+ * if (spec.parse({ image: "nginx" }).replicas !== 1) throw new Error();
  * ```
  */
 export const z: typeof zod = zod;
-
-/**
- * zod's type helpers under `z`, so that `z.infer<typeof spec>` (and `z.input`, `z.output`)
- * work with kubeno's `z` as with zod's own.
- */
-export declare namespace z {
-  /**
-   * What a schema parses to: zod's `z.infer`.
-   * @typeParam T The schema's type.
-   */
-  export type infer<T> = output<T>;
-  /**
-   * What a schema parses to: zod's `z.output`.
-   * @typeParam T The schema's type.
-   */
-  export type output<T> = T extends { _zod: { output: unknown } } ? T["_zod"]["output"] : never;
-  /**
-   * What a schema accepts: zod's `z.input`.
-   * @typeParam T The schema's type.
-   */
-  export type input<T> = T extends { _zod: { input: unknown } } ? T["_zod"]["input"] : never;
-}
 
 // Aliases whose target has type arguments are spelled as what a `z` function returns
 // (`ReturnType<typeof z.optional<T>>`) rather than `zod.ZodOptional<T>`: the same type, but
