@@ -417,21 +417,22 @@ export interface Start {
 
 /**
  * What an operator's start log (`--starts`) says, per Bench, in the order written:
- * `R` reconcile starts and `E` update events reaching its cache.
+ * `R` reconcile starts (a worker took the key), `U` the converge work's start (the finalizer
+ * is on: where kubeno's reconcile function starts) and `E` update events reaching its cache.
  */
-export type StartLog = Record<"R" | "E", Map<string, Start[]>>;
+export type StartLog = Record<"R" | "U" | "E", Map<string, Start[]>>;
 
 /**
- * Reads and deletes an operator's start log ("R|E name generation epoch-ms" lines).
+ * Reads and deletes an operator's start log ("R|U|E name generation epoch-ms" lines).
  *
  * @param path The file the operator wrote at exit.
  * @returns The log.
  */
 export async function readStartLog(path: string): Promise<StartLog> {
-  const log: StartLog = { R: new Map(), E: new Map() };
+  const log: StartLog = { R: new Map(), U: new Map(), E: new Map() };
   for (const line of (await Deno.readTextFile(path)).split("\n")) {
     const [kind, n, g, t] = line.split(" ");
-    if (!t || (kind !== "R" && kind !== "E")) continue;
+    if (!t || (kind !== "R" && kind !== "U" && kind !== "E")) continue;
     const list = log[kind].get(n) ?? [];
     list.push({ generation: Number(g), at: Number(t) });
     log[kind].set(n, list);

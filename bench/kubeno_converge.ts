@@ -11,7 +11,8 @@
 // (watch events that were its own writes and queued nothing), `cacheWaits` and
 // `cacheWaitsExpired` (reconciles that waited for the cache to show its own writes, and waits
 // that gave up). With --starts, writes the log of reconcile starts ("R name generation
-// epoch-ms") and Bench update events reaching the informer ("E ...") to FILE at exit. With
+// epoch-ms": a worker took the key), of the reconcile function's starts once the finalizer is
+// on ("U ...") and of Bench update events reaching the informer ("E ...") to FILE at exit. With
 // --priority-queue false, the manager's work queues are first-in-first-out (createManager's
 // `priorityQueue: false`); without it, the manager's default.
 import { parseArgs } from "node:util";
@@ -45,7 +46,7 @@ const controller = reconcile(Bench, {
   async reconcile(bench, ctx) {
     if (record) {
       const ms = (performance.timeOrigin + performance.now()).toFixed(3);
-      starts.push(`R ${bench.metadata.name} ${bench.metadata.generation} ${ms}`);
+      starts.push(`U ${bench.metadata.name} ${bench.metadata.generation} ${ms}`);
     }
     await ctx.apply(ConfigMap, {
       metadata: { name: bench.metadata.name! },
@@ -70,6 +71,18 @@ const manager = createManager({
     echo: () => void counts.ownWriteEchoes++,
     cacheLag: (_, outcome) =>
       void (outcome === "deferred" ? counts.cacheWaits++ : counts.cacheWaitsExpired++),
+    // A worker took the key: the reconcile starts here (the framework adds the finalizer before
+    // it calls the reconcile function), as the Go peer's Reconcile starts when its worker does.
+    workqueue: () =>
+      record
+        ? {
+          queueDuration: (_, key) => {
+            const ms = (performance.timeOrigin + performance.now()).toFixed(3);
+            const bench = manager.informers!.for(Bench).store.get(key);
+            starts.push(`R ${bench?.metadata.name} ${bench?.metadata.generation} ${ms}`);
+          },
+        }
+        : undefined,
   },
 });
 const stop = new AbortController();

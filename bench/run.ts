@@ -42,7 +42,7 @@ import {
   runInformer,
   runLatency,
 } from "./_scenarios.ts";
-import { EDIT_AFTER_MS, runStorm } from "./_storm.ts";
+import { EDIT_AFTER_MS, EDIT_EVERY_MS, EDITS, runStorm } from "./_storm.ts";
 import { NAMESPACE } from "./_bench_resource.ts";
 import { bundleSize, compiledSize, microbenchmarks } from "./_micro.ts";
 import { SCALE_CONTENDERS, SCALE_SIZES, scaleCharts, type ScaleResults } from "./_scale.ts";
@@ -254,7 +254,14 @@ if (only.has("storm")) {
         who,
       ),
   );
-  scenarios.storm = { n: size.storm, editAfterMs: EDIT_AFTER_MS, runs, median: summarize(runs) };
+  scenarios.storm = {
+    n: size.storm,
+    edits: EDITS,
+    editEveryMs: EDIT_EVERY_MS,
+    editAfterMs: EDIT_AFTER_MS,
+    runs,
+    median: summarize(runs),
+  };
 }
 
 if (only.has("footprint")) {

@@ -235,7 +235,9 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   // The priority of each dirty key that is not at DEFAULT_PRIORITY: sparse, so that a
   // queue without priorities costs no more than a plain FIFO.
   #priorityOf = new Map<K, number>();
-  // With a depth hook: the number of dirty keys per priority.
+  // With a depth hook: the number of dirty keys at DEFAULT_PRIORITY (nearly every key), and
+  // per other priority in a map, so the common count costs no map lookup.
+  #defaultDepth = 0;
   #depths = new Map<number, number>();
   // Keys handed to a worker and not yet done, with the time they were handed out.
   #processing = new Map<K, number>();
@@ -650,6 +652,10 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   }
 
   #countDepth(priority: number, delta: number): void {
+    if (priority === DEFAULT_PRIORITY) {
+      this.#metrics!.depth!(this.#defaultDepth += delta, priority);
+      return;
+    }
     const depth = (this.#depths.get(priority) ?? 0) + delta;
     if (depth === 0) this.#depths.delete(priority);
     else this.#depths.set(priority, depth);

@@ -66,6 +66,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	// Where kubeno's reconcile function starts: the finalizer is on, the converge work begins.
+	r.starts.Record("U", b.Name, b.Generation)
 
 	cm := corev1ac.ConfigMap(b.Name, b.Namespace).
 		WithData(map[string]string{"value": b.Spec.Value}).

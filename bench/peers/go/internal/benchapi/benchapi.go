@@ -122,7 +122,8 @@ type StartLog struct {
 // NewStartLog returns a log that records only when path is not empty.
 func NewStartLog(path string) *StartLog { return &StartLog{enabled: path != ""} }
 
-// Record notes that something of kind ("R" reconcile start, "E" informer update event)
+// Record notes that something of kind ("R" reconcile start, "U" the converge work's start once
+// the finalizer is on, "E" informer update event)
 // happened to name at generation gen now.
 func (l *StartLog) Record(kind string, name string, gen int64) {
 	if !l.enabled {
