@@ -56,7 +56,7 @@ export { type ObjectOf, type Resource, resource } from "./src/core/resource.ts";
 export { metadataOnly } from "./src/core/metadata_only.ts";
 export { cel, listMap, listType, mapType } from "./src/schema/schema.ts";
 export { conditionSchema, conditionsSchema } from "./src/schema/condition.ts";
-export { z } from "./src/util/zod.ts";
+export { z } from "./src/util/z.ts";
 
 // Objects
 export type {

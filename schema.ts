@@ -47,6 +47,12 @@ export {
 } from "./src/schema/schema.ts";
 export { type ConditionSchema, conditionSchema, conditionsSchema } from "./src/schema/condition.ts";
 export {
+  builtinSchema,
+  type BuiltinSchemaOptions,
+  type BuiltinTypeName,
+  type BuiltinTypes,
+} from "./src/schema/builtin.ts";
+export {
   z,
   type ZodArray,
   type ZodEnum,
@@ -57,5 +63,6 @@ export {
   type ZodRecord,
   type ZodString,
   type ZodType,
+  type ZodTypeOf,
   type ZodUnion,
 } from "./src/util/zod.ts";

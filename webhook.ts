@@ -49,11 +49,21 @@ export {
   type AdmissionContext,
   type AdmissionContextBase,
   AdmissionDenied,
+  type AdmissionDeniedOptions,
   type AdmissionOptions,
   type ValidatedOperation,
   type ValidationResult,
   type WebhookEndpoint,
 } from "./src/webhook/admission.ts";
+export {
+  field,
+  fieldCause,
+  type FieldError,
+  type FieldErrorType,
+  invalidStatus,
+  reasonForCode,
+  type StatusCause,
+} from "./src/webhook/field_error.ts";
 export type {
   AdmissionOperation,
   AdmissionRequest,

@@ -31,6 +31,7 @@ import {
   z,
 } from "../mod.ts";
 import { isAlreadyExists } from "../client.ts";
+import { builtinSchema } from "../schema.ts";
 import { objectKey } from "../core.ts";
 
 /** The annotation each Job carries: the time it was scheduled for (RFC 3339). */
@@ -39,6 +40,9 @@ export const SCHEDULED_AT = "batch.kubeno.dev/scheduled-at";
 /** Most missed start times looked back over, as in the tutorial (and Kubernetes' own). */
 const MAX_MISSED = 100;
 
+/** A schedule's shape: a descriptor (`@hourly`, `@every 5m`), or five or six fields. */
+export const SCHEDULE: RegExp = /^(@[a-z]+( \S+)?|\S+( +\S+){4,5})$/;
+
 /** A CronJob: run `jobTemplate` as a Job at each time `schedule` names. */
 export const CronJob = defineResource({
   group: "batch.kubeno.dev",
@@ -46,8 +50,11 @@ export const CronJob = defineResource({
   kind: "CronJob",
   description: "CronJob runs a Job on a cron schedule",
   spec: z.object({
-    schedule: z.string().min(1).describe(
-      "Cron schedule: five fields, or six with seconds first, e.g. '*/5 * * * *'",
+    // Five fields as kubebuilder's parser (robfig/cron's ParseStandard) takes them, or a
+    // descriptor such as @hourly, or six with seconds first; cron-parser alone would also take
+    // four, so the API server refuses other counts.
+    schedule: z.string().regex(SCHEDULE).describe(
+      "Cron schedule: five fields, or six with seconds first, e.g. '*/5 * * * *', or @hourly",
     ),
     timeZone: z.string().optional().describe("IANA time zone of the schedule; defaults to UTC"),
     startingDeadlineSeconds: z.int().min(0).optional().describe(
@@ -59,13 +66,11 @@ export const CronJob = defineResource({
     suspend: z.boolean().optional().describe("Stop scheduling runs; running Jobs go on"),
     successfulJobsHistoryLimit: z.int().min(0).default(3).describe("Finished Jobs to keep"),
     failedJobsHistoryLimit: z.int().min(0).default(1).describe("Failed Jobs to keep"),
-    jobTemplate: z.object({
-      metadata: z.object({
-        labels: z.record(z.string(), z.string()).optional(),
-        annotations: z.record(z.string(), z.string()).optional(),
-      }).optional().describe("Labels and annotations each Job gets"),
-      spec: z.looseObject({}).describe("The Job's spec (batch/v1 JobSpec)"),
-    }),
+    // The full batch/v1 JobTemplateSpec schema, as kubebuilder embeds it: a typo inside the
+    // Job's spec is refused by the API server, not found when the Job is created.
+    jobTemplate: builtinSchema("JobTemplateSpec").describe(
+      "The Job to run: its labels, annotations and spec (batch/v1 JobTemplateSpec)",
+    ),
   }),
   status: z.object({
     active: z.array(z.object({
@@ -96,7 +101,10 @@ export type CronJobObject = ObjectOf<typeof CronJob>;
  */
 export function jobOwner(job: Job): string[] {
   const ref = controllerOf(job);
-  if (ref?.apiVersion !== CronJob.apiVersion || ref.kind !== CronJob.kind) return [];
+  // Group and kind, not the whole apiVersion: Jobs created while another version of CronJob was
+  // stored name that version in their owner reference, and are still this CronJob's.
+  const group = ref?.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
+  if (group !== CronJob.group || ref?.kind !== CronJob.kind) return [];
   return [objectKey({ namespace: job.metadata.namespace, name: ref.name })];
 }
 
@@ -128,6 +136,11 @@ export function nextSchedules(
 ): { missed?: number; next: number } {
   const { schedule, timeZone, startingDeadlineSeconds } = cron.spec;
   const parse = (from: number) => {
+    if (!SCHEDULE.test(schedule.trim())) {
+      throw new TerminalError(
+        `Cannot parse schedule "${schedule}" of CronJob ${cron.metadata.name}: give five fields (minute hour day-of-month month day-of-week), six with seconds first, or a descriptor such as @hourly`,
+      );
+    }
     try {
       return CronExpressionParser.parse(schedule, {
         currentDate: new Date(from),
@@ -175,7 +188,7 @@ export function jobFor(cron: CronJobObject, scheduled: number) {
         [SCHEDULED_AT]: new Date(scheduled).toISOString(),
       },
     },
-    spec: structuredClone(tpl.spec) as unknown as Job["spec"],
+    spec: structuredClone(tpl.spec),
   };
 }
 

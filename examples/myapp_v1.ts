@@ -17,7 +17,7 @@
  * kubectl get myapps.v1alpha1.apps.kubeno.dev  # still served, with a deprecation warning
  * deno run -A examples/myapp_v1.ts migrate-storage  # rewrite old objects at v1, then
  *                                                   # status.storedVersions is [v1]
- * deno run -A examples/myapp_v1.ts chart --out chart  # a Helm chart of this release
+ * deno run -A examples/myapp_v1.ts manifests --helm chart  # a Helm chart of this release
  * ```
  *
  * @module
@@ -68,6 +68,9 @@ export const Myapp = defineResource({
     ),
   }),
   status: MyappV1alpha1.statusSchema,
+  // The version objects are stored at; the controller and the webhooks work at v1 (the hub)
+  // whatever it is. Moving it is this one line, then `migrate-storage`.
+  storage: "v1",
   printerColumns: [
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },

@@ -425,7 +425,153 @@ export async function generateKinds(
     files.push({ path: `${OUT_DIR}/${mod}.ts`, text: await format(text) });
   }
   files.push({ path: CORE_ENTRY, text: await coreEntry(root, exported) });
+  files.push({
+    path: SCHEMA_DATA,
+    text: await schemaData(version, schemas, reachable, publicName, moduleOf, pkgOf),
+  });
   return files;
+}
+
+/**
+ * The module the schema layer builds built-in zod schemas from (`builtinSchema`): every
+ * generated type's OpenAPI v3 schema as one JSON string (parsed on first use, so importing it
+ * costs a string literal), `$ref`s by public name, and a map from public name to TypeScript type.
+ */
+export const SCHEMA_DATA = "src/schema/_builtin_openapi.ts";
+
+/** What the schema data keeps of an OpenAPI schema (the rest is documentation or merge hints). */
+const KEPT = new Set([
+  "type",
+  "format",
+  "description",
+  "properties",
+  "required",
+  "items",
+  "additionalProperties",
+  "default",
+  "allOf",
+  "$ref",
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
+  "x-kubernetes-int-or-string",
+  "x-kubernetes-preserve-unknown-fields",
+]);
+
+/** Stand-ins in the schema data for the value types and hand-written types. */
+const SCHEMA_STANDINS: Record<string, Schema> = {
+  "io.k8s.apimachinery.pkg.apis.meta.v1.Time": { type: "string", format: "date-time" },
+  "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": { type: "string", format: "date-time" },
+  "io.k8s.apimachinery.pkg.api.resource.Quantity": { "x-kubernetes-int-or-string": true },
+  "io.k8s.apimachinery.pkg.util.intstr.IntOrString": { "x-kubernetes-int-or-string": true },
+  "io.k8s.apimachinery.pkg.runtime.RawExtension": {
+    type: "object",
+    "x-kubernetes-preserve-unknown-fields": true,
+  },
+  "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": {
+    type: "object",
+    "x-kubernetes-preserve-unknown-fields": true,
+  },
+  "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON": {
+    "x-kubernetes-preserve-unknown-fields": true,
+  },
+};
+
+/** The first sentence of a type's description, for the member that names it. */
+function summary(description: string | undefined, name: string): string {
+  const first = (description ?? "").split("\n")[0].match(/^.*?[.:](?=\s|$)/)?.[0] ??
+    (description ?? "").split("\n")[0];
+  return first.trim() || `The built-in type ${name}.`;
+}
+
+async function schemaData(
+  version: string,
+  schemas: Record<string, Schema>,
+  reachable: Set<string>,
+  publicName: Map<string, string>,
+  moduleOf: (pkg: string) => string,
+  pkgOf: (name: string) => string,
+): Promise<string> {
+  // Hand-written meta types are embedded from the API's own schema under their kubeno names;
+  // the CRD schema types (recursive JSONSchemaProps and friends) are kept as free-form objects.
+  const names = new Map(publicName);
+  for (const [schema, [file, name]] of Object.entries(HAND_WRITTEN)) {
+    if (file === "object.ts" && schemas[schema]) names.set(schema, name);
+  }
+  const free: Schema = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  const clean = (s: Schema): Schema => {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(s)) {
+      if (!KEPT.has(k)) continue;
+      if (k === "$ref") {
+        const target = (v as string).replace("#/components/schemas/", "");
+        const standin = SCHEMA_STANDINS[target] ??
+          (HAND_WRITTEN[target] && !names.has(target) ? free : undefined);
+        if (standin) Object.assign(out, standin);
+        else out.$ref = names.get(target) ?? fail(`no public name for "${target}"`);
+      } else if (k === "properties") {
+        out.properties = Object.fromEntries(
+          Object.entries(v as Record<string, Schema>).map(([p, ps]) => [p, clean(ps)]),
+        );
+      } else if (k === "items" || (k === "additionalProperties" && typeof v === "object")) {
+        out[k] = clean(v as Schema);
+      } else if (k === "allOf") {
+        const parts = (v as Schema[]).map(clean);
+        // `allOf: [{ $ref }]` only adds a description or default to a reference.
+        if (parts.length === 1) Object.assign(out, parts[0], out);
+        else out.allOf = parts;
+      } else out[k] = v;
+    }
+    return out as Schema;
+  };
+  const fail = (why: string): never => {
+    throw new Error(`gen:kinds: schema data: ${why}`);
+  };
+  const data: Record<string, Schema> = {};
+  const types = new Map<string, Set<string>>();
+  for (const [schema, name] of [...names].sort(([, a], [, b]) => a.localeCompare(b))) {
+    if (!reachable.has(schema) && !Object.hasOwn(HAND_WRITTEN, schema)) continue;
+    const s = schemas[schema];
+    if (!s) continue;
+    const { "x-kubernetes-group-version-kind": gvk, ...rest } = s;
+    const cleaned = clean(rest);
+    if (gvk && cleaned.properties) {
+      // A kind's apiVersion and kind are set by the API server's clients; keep them optional.
+      cleaned.required = cleaned.required?.filter((r) => r !== "apiVersion" && r !== "kind");
+    }
+    data[name] = cleaned;
+    const from = HAND_WRITTEN[schema]
+      ? `../core/${HAND_WRITTEN[schema][0]}`
+      : `../core/api/${moduleOf(pkgOf(schema))}.ts`;
+    types.set(from, (types.get(from) ?? new Set()).add(name));
+  }
+  const imports = [...types].sort(([a], [b]) => a.localeCompare(b)).map(([from, set]) =>
+    `import type { ${[...set].sort().join(", ")} } from "${from}";`
+  );
+  const keys = Object.keys(data).sort();
+  const text = [
+    `// Code generated by \`deno task gen:kinds\` from kube-apiserver ${version}'s OpenAPI v3. DO NOT EDIT.`,
+    "/**",
+    ` * Private: the OpenAPI v3 schema of every built-in type of Kubernetes ${version}, from which`,
+    " * `builtin.ts` builds zod schemas on first use. One JSON string, so that importing this",
+    " * module costs no object graph; `$ref`s name types by their public names.",
+    " *",
+    " * @module",
+    " */",
+    ...imports,
+    "",
+    "/** Every built-in type by its public name. */",
+    "export interface BuiltinTypes {",
+    ...keys.flatMap((k) => [jsdoc(summary(data[k].description, k), "  "), `  ${k}: ${k};`]),
+    "}",
+    "",
+    "/** The schemas, as JSON: `{ [publicName]: OpenAPI v3 schema }`. */",
+    `export const BUILTIN_OPENAPI: string = ${
+      JSON.stringify(JSON.stringify(data, keys.length ? undefined : undefined))
+    };`,
+    "",
+  ].join("\n");
+  return await format(text);
 }
 
 /** The entry point whose block of re-exports the generator owns. */

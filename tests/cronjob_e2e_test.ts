@@ -277,7 +277,7 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
       // Pods that would run for an hour, in Jobs with a 1 s deadline: the Job controller marks
       // each Job Failed (DeadlineExceeded).
       const spec = cronJob("failing", { failedJobsHistoryLimit: 1 }, "1h");
-      Object.assign(spec.spec.jobTemplate.spec, { activeDeadlineSeconds: 1 });
+      Object.assign(spec.spec.jobTemplate.spec!, { activeDeadlineSeconds: 1 });
       await client.create(CronJob, spec);
       const failedJob = (j: Job) =>
         j.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True");

@@ -23,6 +23,8 @@ import type { LeaderElectionOptions, OperatorOptions, OperatorShardingOptions } 
 import type { Resource } from "../core/resource.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { ConvertibleResource } from "../webhook/conversion.ts";
+import { type Admission, admission } from "../webhook/admission.ts";
+import type { OperatorWebhook } from "../webhook/manifests.ts";
 
 const COMMANDS: readonly Command[] = [
   runCommand,
@@ -185,6 +187,23 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     }
     if (!prev) installs.set(crd.metadata.name, { resource: res, crd, json });
   }
+  const conversions = [...installs.values()].flatMap(({ resource, crd }) =>
+    isConvertible(resource) &&
+      (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy ===
+        "Webhook"
+      ? [resource]
+      : []
+  );
+  const webhooks: OperatorWebhook[] = [...(options.webhooks ?? [])];
+  // A multi-version resource's validating webhook refuses objects that do not convert to every
+  // served version (see admission()); one without an admission of its own gets one for that.
+  for (const r of conversions) {
+    const same = (w: OperatorWebhook) => {
+      const res = (w as Partial<Admission>).resource;
+      return res?.group === r.group && res.kind === r.kind && res.version === r.version;
+    };
+    if (!webhooks.some(same)) webhooks.push(admission(r, {}));
+  }
   const version = options.version ?? "0.0.0";
   const le = options.leaderElection;
   const leOptions = typeof le === "object" ? le : {};
@@ -193,14 +212,8 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     version,
     controllers: [...options.controllers],
     installs: [...installs.values()].map(({ resource, crd }) => ({ resource, crd })),
-    webhooks: [...(options.webhooks ?? [])],
-    conversions: [...installs.values()].flatMap(({ resource, crd }) =>
-      isConvertible(resource) &&
-        (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy ===
-          "Webhook"
-        ? [resource]
-        : []
-    ),
+    webhooks,
+    conversions,
     image: options.image ?? `${name}:${version}`,
     namespace: options.namespace,
     leaderElection: {

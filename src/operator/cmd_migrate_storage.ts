@@ -122,6 +122,17 @@ async function rewriteAll(
       return count;
     } catch (err) {
       if (isGone(err)) continue; // the continue token expired: list again from the start
+      const broken = unconvertible(err);
+      if (broken.length) {
+        throw new StorageMigrationError(
+          `Cannot migrate ${crdName} to ${storage}: ${
+            broken.join(", ")
+          } does not convert (the conversion says: ${
+            conversionMessage(err)
+          }); fix or delete it, then run "migrate-storage" again`,
+          { cause: err },
+        );
+      }
       if (
         err instanceof Error && /conversion webhook for |failed calling webhook/.test(err.message)
       ) {
@@ -137,6 +148,25 @@ async function rewriteAll(
       throw err;
     }
   }
+}
+
+/**
+ * The objects a conversion webhook named as not converting (kubeno's conversion messages read
+ * `Cannot convert <Kind> "<namespace>/<name>" ...`), as `<Kind> "<ref>"`.
+ */
+function unconvertible(err: unknown): string[] {
+  if (!(err instanceof Error) || !/conversion webhook for /.test(err.message)) return [];
+  const names = [...err.message.matchAll(/Cannot convert (\S+) "([^"]+)"/g)].map((m) =>
+    `${m[1]} "${m[2]}"`
+  );
+  return [...new Set(names)];
+}
+
+/** The conversion's own words, after the API server's prefix. */
+function conversionMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const at = text.indexOf("Cannot convert ");
+  return (at >= 0 ? text.slice(at) : text).split("\n")[0];
 }
 
 /** Writes one object back unchanged; false when it was deleted meanwhile. */

@@ -95,8 +95,9 @@ over once it has seen the Lease unchanged for the lease duration (15s). An outag
 leader its Lease only when it outlasts the renew deadline less up to two retry periods: with
 the defaults, any outage under 6s is safe and most under 8-10s are. Standbys, and replicas
 starting meanwhile, keep waiting and campaigning through any outage. To ride out longer API
-server restarts, raise the renew deadline and the lease duration together (e.g. 30s/20s):
-a standby then takes over a dead leader that much later.
+server restarts, raise both, keeping lease duration > renew deadline (e.g.
+--leader-elect-renew-deadline=20s --leader-elect-lease-duration=30s): a standby then takes
+over a dead leader that much later.
 
 /healthz fails when a watch is stalled or the Lease renewals are wedged; /readyz passes
 once the caches have synced (standbys included).`,

@@ -302,7 +302,7 @@ function priority(a: string, b: string): number {
  * @throws {TypeError} When a spoke is not a `defineResource` of the same group, kind,
  * plural and scope, has versions of its own, or repeats a version.
  */
-export function withVersions(hub: Crd, spokes: readonly SpokePart[]): Crd {
+export function withVersions(hub: Crd, spokes: readonly SpokePart[], storage?: string): Crd {
   const { group, names, scope } = hub.spec;
   const hubVersion = hub.spec.versions[0].name;
   const fail = (why: string): never => {
@@ -342,6 +342,15 @@ export function withVersions(hub: Crd, spokes: readonly SpokePart[]): Crd {
       ...(s.deprecated ? { deprecated: true } : {}),
       ...(typeof s.deprecated === "string" ? { deprecationWarning: s.deprecated } : {}),
     });
+  }
+  if (storage !== undefined) {
+    if (!seen.has(storage)) {
+      fail(`storage "${storage}" is not one of its versions (${[...seen].join(", ")})`);
+    }
+    for (const v of versions) v.storage = v.name === storage;
+    if (!versions.find((v) => v.storage)!.served) {
+      fail(`storage version "${storage}" is not served`);
+    }
   }
   versions.sort((a, b) => priority(a.name, b.name));
   return {

@@ -27,6 +27,20 @@
  *
  * Errors: a function that throws (or a version that does not exist) makes that conversion
  * fail: the API server answers the request with the message, the stored object is unchanged.
+ * The API server converts a list or watch as a whole, so one stored object that does not
+ * convert to a version fails every list of that version, for all objects. kubeno therefore
+ * refuses, in the resource's validating webhook, a create or update whose object does not
+ * convert to every served version (one line naming the version and the function's message),
+ * and its conversion webhook logs an object that still fails (stored before that rule) once
+ * per object and change, not once per retry; `migrate-storage` names such objects.
+ *
+ * Writing total conversions: a conversion should succeed for every object its source version
+ * accepts. Where the target has no field for a value, do not throw: write what the target can
+ * hold (a default, an empty list) and let kubeno keep the rest — `fromHub`'s dropped content
+ * is in the {@linkcode CONVERSION_DATA_ANNOTATION} annotation and comes back to `toHub` as
+ * `restored`. Throw only for values the source's own schema should have refused, and then
+ * tighten that schema (a `regex`, an `enum`, a CEL rule) so that the API server refuses them
+ * first.
  *
  * @module
  */

@@ -74,7 +74,8 @@ export interface DefineResourceOptions<
   group: string;
   /**
    * Version, e.g. `v1`, `v1alpha1`, `v2beta3`. With `versions`, this is the hub: the version
-   * objects are stored in and controllers reconcile.
+   * controllers reconcile and webhooks see, and (unless `storage` says otherwise) the one
+   * objects are stored at.
    */
   version: string;
   /** Kind in UpperCamelCase, e.g. `Myapp`. */
@@ -136,6 +137,14 @@ export interface DefineResourceOptions<
    * @default `${kind} is the Schema for the ${plural} API`
    */
   description?: string;
+  /**
+   * The version the API server stores objects at: this version (the hub) or one of
+   * `versions`. Moving it is one line; controllers and webhooks keep working at the hub, the
+   * conversion webhook converts between them, and the operator's `migrate-storage` then
+   * rewrites the stored objects at it. As kubebuilder's `+kubebuilder:storageversion` marker.
+   * @default the hub (`version`)
+   */
+  storage?: string;
   /**
    * The resource's other versions (spokes), each with its own resource (a `defineResource`
    * of the same group, kind, plural and scope) and two functions converting its objects to
@@ -236,8 +245,10 @@ export interface CustomResource<
   readonly specSchema: Spec;
   /** The zod schema of `status`, if any. */
   readonly statusSchema: Status;
-  /** Every version the CRD declares: this one (the hub, stored) first, then `versions`. */
+  /** Every version the CRD declares: this one (the hub) first, then `versions`. */
   readonly versions: readonly string[];
+  /** The version objects are stored at: the hub unless `storage` named another. */
+  readonly storageVersion: string;
   /**
    * Converts an object of any version of this resource to another, as the operator's
    * conversion webhook does (see `SpokeVersion`); useful to test conversions.
@@ -387,7 +398,12 @@ export function defineResource<
     description: options.description ?? `${kind} is the Schema for the ${plural} API`,
   });
   const spokes = (options.versions ?? []) as readonly SpokeVersion<Resource, KubeObject>[];
-  const crd = spokes.length ? withVersions(single, spokes) : single;
+  if (options.storage !== undefined && !spokes.length && options.storage !== version) {
+    throw new TypeError(
+      `Cannot define resource "${kind}": storage "${options.storage}" is not one of its versions (${version})`,
+    );
+  }
+  const crd = spokes.length ? withVersions(single, spokes, options.storage) : single;
   const convert = makeConverter({
     group,
     kind,
@@ -442,6 +458,7 @@ export function defineResource<
     specSchema: options.spec,
     statusSchema: options.status as Status,
     versions: Object.freeze([version, ...spokes.map((s) => s.resource.version)]),
+    storageVersion: options.storage ?? version,
     convert<U extends KubeObject>(object: KubeObject, to: Resource<U> | string): U {
       return convert(object, typeof to === "string" ? to : to.apiVersion) as U;
     },

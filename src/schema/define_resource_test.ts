@@ -303,3 +303,36 @@ Deno.test("parse() and safeParse() validate with the zod schemas and name the fi
   ok(!list.success);
   strictEqual(list.error.issues[0].path, "spec.ports[1].port");
 });
+
+Deno.test("storage is its own setting: a spoke can be stored while the hub is reconciled", () => {
+  const V1alpha1 = defineResource({
+    group: "example.com",
+    version: "v1alpha1",
+    kind: "Widget",
+    spec: z.object({ size: z.string() }),
+  });
+  const make = (storage?: string) =>
+    defineResource({
+      group: "example.com",
+      version: "v1",
+      kind: "Widget",
+      spec: z.object({ size: z.int() }),
+      ...(storage ? { storage } : {}),
+      versions: [{
+        resource: V1alpha1,
+        toHub: (o) => ({ spec: { size: Number(o.spec.size) } }),
+        fromHub: (w) => ({ spec: { size: String(w.spec.size) } }),
+      }],
+    });
+  const stored = (r: ReturnType<typeof make>) =>
+    r.crd().spec.versions.filter((v) => v.storage).map((v) => v.name);
+  deepStrictEqual(stored(make()), ["v1"]);
+  strictEqual(make().storageVersion, "v1");
+  deepStrictEqual(stored(make("v1alpha1")), ["v1alpha1"]);
+  strictEqual(make("v1alpha1").storageVersion, "v1alpha1");
+  strictEqual(make("v1alpha1").version, "v1");
+  throws(
+    () => make("v2"),
+    /Cannot define resource "Widget": storage "v2" is not one of its versions \(v1, v1alpha1\)/,
+  );
+});

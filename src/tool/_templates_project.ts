@@ -132,7 +132,7 @@ deno run -A @kubeno/kubeno/cli create resource --group ${p.group} --version ${p.
 deno run -A operator.ts install     # apply the CRDs
 deno run -A operator.ts run         # reconcile until Ctrl-C
 kubectl apply -f samples/${fileStem(p.kind)}.yaml
-kubectl get ${plural}
+kubectl get ${plural}.${p.group}   # the full name: a kind such as CronJob is also built in
 \`\`\`
 
 ## Deploy

@@ -236,6 +236,7 @@ Example:
       `Created ${names.name} (${names.group}/${names.version}, Kind=${names.kind}) in ${res.dir}:`,
     );
     for (const f of res.files) io.out(`  ${f}`);
+    io.out("  resources/ (empty: `kubeno create resource` adds resources here)");
     io.out(`
 Next:
   cd ${positionals[0]}

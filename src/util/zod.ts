@@ -10,10 +10,10 @@
 import { z as zod } from "zod";
 
 /**
- * zod v4, re-exported so that `defineResource` schemas need no other import. Use it for
- * values (`z.object(...)`, `z.string()`); the zod types kubeno's signatures use are exported
- * beside it ({@linkcode ZodType}, {@linkcode ZodObject}, ...); for the others (`z.infer`,
- * `z.ZodEnum`), import `type { z }` from `npm:zod` directly.
+ * zod v4, for kubeno's own modules. What users import is `z` from `z.ts` (the same value,
+ * also a namespace of zod's type helpers, so that `z.infer<typeof spec>` works); the zod
+ * types kubeno's signatures use are exported beside it ({@linkcode ZodType},
+ * {@linkcode ZodObject}, ...).
  *
  * @example A spec schema
  * ```ts
@@ -30,6 +30,13 @@ export const z: typeof zod = zod;
 
 /** Any zod schema: zod's `z.ZodType`. */
 export type ZodType = zod.ZodType;
+
+/**
+ * A zod schema whose output is `T` (spelled as what `z.custom<T>()` returns, a `z.ZodType<T>`).
+ *
+ * @typeParam T What the schema parses to.
+ */
+export type ZodTypeOf<T> = ReturnType<typeof z.custom<T>>;
 
 /** A zod object schema of any shape: zod's `z.ZodObject`, what `z.object(...)` returns. */
 export type ZodObject = zod.ZodObject;

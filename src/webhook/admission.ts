@@ -35,6 +35,8 @@
  */
 import { isDnsSubdomain } from "../util/names.ts";
 import { getLogger } from "../util/log.ts";
+import { firstLine } from "../util/cli_io.ts";
+import { type FieldError, invalidStatus, reasonForCode } from "./field_error.ts";
 import { diffJson } from "./_json_patch.ts";
 import type {
   AdmissionOperation,
@@ -80,22 +82,32 @@ export type AdmissionContext<T> =
   | AdmissionContextBase & { operation: "DELETE"; object?: undefined; oldObject: T };
 
 /**
- * What `validate` returns: nothing (or `true`) to allow, a string to deny with that message,
- * or a result object with warnings.
+ * What `validate` returns: nothing (or `true`, or an empty list) to allow; a string to deny
+ * with that message (reason `Forbidden`); field errors to deny as the API server refuses an
+ * invalid object (code 422, reason `Invalid`, one `details.causes` entry per field, so that
+ * kubectl prints `The CronJob "x" is invalid: spec.schedule: Invalid value: …`); or a result
+ * object with warnings.
  */
 export type ValidationResult =
   | void
   | undefined
   | boolean
   | string
+  | readonly FieldError[]
   | {
     /** @default true */
     allowed?: boolean;
     /** Why the request is denied. */
     message?: string;
+    /** The refused fields: the denial becomes 422 `Invalid` with causes. */
+    fieldErrors?: readonly FieldError[];
     /** Warnings for the client. */
     warnings?: string[];
-    /** HTTP code reported to the client when denied. @default 403 */
+    /**
+     * HTTP code reported to the client when denied; its reason follows (422 `Invalid`,
+     * 400 `BadRequest`, 409 `Conflict`…).
+     * @default 403 (422 with `fieldErrors`)
+     */
     code?: number;
   };
 
@@ -209,8 +221,30 @@ export interface Admission<T extends KubeObject = KubeObject> {
   validate(request: AdmissionRequest, signal?: AbortSignal): Promise<AdmissionResponse>;
 }
 
+/** Options of {@linkcode AdmissionDenied}. */
+export interface AdmissionDeniedOptions {
+  /**
+   * HTTP code reported to the client; its reason follows (422 `Invalid`, 409 `Conflict`…).
+   * @default 403 (422 with `fieldErrors`)
+   */
+  code?: number;
+  /**
+   * The refused fields: the denial is then 422 `Invalid` with one cause per field.
+   * @default []
+   */
+  fieldErrors?: readonly FieldError[];
+  /**
+   * Warnings for the client.
+   * @default []
+   */
+  warnings?: string[];
+  /** The error that led to the denial. */
+  cause?: unknown;
+}
+
 /**
- * Thrown by a handler to deny a request with a message (and optional warnings).
+ * Thrown by a handler to deny a request with a message (and optional warnings or field
+ * errors).
  *
  * @example Denying from a handler
  * ```ts
@@ -224,21 +258,21 @@ export class AdmissionDenied extends Error {
   readonly code: number;
   /** Warnings for the client. */
   readonly warnings: string[];
+  /** The refused fields, if any. */
+  readonly fieldErrors: readonly FieldError[];
 
   /**
    * Creates the denial.
    *
    * @param message Why the request is denied, shown to the client.
-   * @param options `code` (default 403), `warnings` and `cause`.
+   * @param options `code`, `fieldErrors`, `warnings` and `cause`.
    */
-  constructor(
-    message: string,
-    options: { code?: number; warnings?: string[]; cause?: unknown } = {},
-  ) {
-    super(message, { cause: options.cause });
+  constructor(message: string, options?: AdmissionDeniedOptions) {
+    super(message, { cause: options?.cause });
     this.name = "AdmissionDenied";
-    this.code = options.code ?? 403;
-    this.warnings = options.warnings ?? [];
+    this.fieldErrors = [...(options?.fieldErrors ?? [])];
+    this.code = options?.code ?? (this.fieldErrors.length ? 422 : 403);
+    this.warnings = options?.warnings ?? [];
   }
 }
 
@@ -282,7 +316,8 @@ export function admission<T extends KubeObject>(
   resource: Resource<T>,
   options: AdmissionOptions<T>,
 ): Admission<T> {
-  if (!options.default && !options.validate) {
+  const guard = conversionGuard(resource);
+  if (!options.default && !options.validate && !guard) {
     throw new TypeError(`Cannot declare admission for "${resource.kind}": set default or validate`);
   }
   const timeoutSeconds = options.timeoutSeconds ?? 10;
@@ -308,7 +343,7 @@ export function admission<T extends KubeObject>(
     mutating: defaulter
       ? { name: `m${name}`, path: `/mutate-${segment}`, operations: ["CREATE", "UPDATE"] }
       : undefined,
-    validating: validate
+    validating: validate || guard
       ? {
         name: `v${name}`,
         path: `/validate-${segment}`,
@@ -366,11 +401,14 @@ export function admission<T extends KubeObject>(
     async validate(request, signal) {
       const mismatch = checkKind(resource, request);
       if (mismatch) return mismatch;
-      if (!validate || request.operation === "CONNECT") return { uid: request.uid, allowed: true };
+      if (request.operation === "CONNECT") return { uid: request.uid, allowed: true };
+      const refused = guard?.(request);
+      if (refused) return refused;
+      if (!validate) return { uid: request.uid, allowed: true };
       const warnings: string[] = [];
       try {
         const result = await validate(contextOf<T>(request, warnings, signal));
-        return resultToResponse(request.uid, result, warnings);
+        return resultToResponse(request, result, warnings);
       } catch (err) {
         return denial(request, err, warnings, `validate ${kindLabel}`);
       }
@@ -396,6 +434,60 @@ function contextOf<T>(
   } as AdmissionContext<T>;
 }
 
+/** What the conversion guard needs of a multi-version resource (`defineResource` has it). */
+interface MultiVersion {
+  readonly versions: readonly string[];
+  convert(object: KubeObject, to: string): KubeObject;
+  crd(): { spec: { versions: { name: string; served: boolean; storage: boolean }[] } };
+}
+
+/**
+ * For a multi-version resource, the check that refuses a CREATE or UPDATE whose object does
+ * not convert to every other served (or stored) version: stored, such an object would fail
+ * every list and watch at that version, for all objects (the API server converts a list as a
+ * whole). Undefined for a resource with one version.
+ */
+function conversionGuard(
+  resource: Resource,
+): ((request: AdmissionRequest) => AdmissionResponse | undefined) | undefined {
+  const r = resource as Partial<MultiVersion>;
+  if (typeof r.convert !== "function" || typeof r.crd !== "function") return undefined;
+  if ((r.versions?.length ?? 0) < 2) return undefined;
+  const targets = r.crd().spec.versions
+    .filter((v) => (v.served || v.storage) && v.name !== resource.version)
+    .map((v) => `${resource.group}/${v.name}`);
+  const convert = r.convert.bind(r);
+  return (request) => {
+    if (request.operation !== "CREATE" && request.operation !== "UPDATE") return undefined;
+    const object = request.object as KubeObject | undefined;
+    if (!object?.metadata) return undefined;
+    const meta = { ...object.metadata };
+    meta.name ||= request.name;
+    meta.namespace ||= request.namespace;
+    const named = { ...object, metadata: meta };
+    for (const to of targets) {
+      try {
+        convert(named, to);
+      } catch (err) {
+        const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : err;
+        const ref = [meta.namespace, meta.name].filter(Boolean).join("/");
+        return {
+          uid: request.uid,
+          allowed: false,
+          status: {
+            code: 422,
+            reason: "Invalid",
+            message: `${resource.kind} "${ref}" cannot be stored: it does not convert to ${to}: ${
+              firstLine(why)
+            }`,
+          },
+        };
+      }
+    }
+    return undefined;
+  };
+}
+
 function checkKind(resource: Resource, request: AdmissionRequest): AdmissionResponse | undefined {
   const k = request.kind;
   if (k.group === resource.group && k.version === resource.version && k.kind === resource.kind) {
@@ -414,32 +506,56 @@ function checkKind(resource: Resource, request: AdmissionRequest): AdmissionResp
 }
 
 function resultToResponse(
-  uid: string,
+  request: AdmissionRequest,
   result: ValidationResult,
   warnings: string[],
 ): AdmissionResponse {
   let allowed = true;
   let message: string | undefined;
-  let code = 403;
+  let code: number | undefined;
+  let fieldErrors: readonly FieldError[] = [];
   if (typeof result === "string") {
     allowed = false;
     message = result;
   } else if (result === false) {
     allowed = false;
+  } else if (Array.isArray(result)) {
+    fieldErrors = result;
+    allowed = result.length === 0;
   } else if (typeof result === "object" && result !== null) {
-    allowed = result.allowed ?? true;
-    message = result.message;
-    code = result.code ?? 403;
-    if (Array.isArray(result.warnings)) warnings.push(...result.warnings.map(String));
+    const r = result as Exclude<ValidationResult, readonly FieldError[] | void | boolean | string>;
+    fieldErrors = r.fieldErrors ?? [];
+    allowed = r.allowed ?? fieldErrors.length === 0;
+    message = r.message;
+    code = r.code;
+    if (Array.isArray(r.warnings)) warnings.push(...r.warnings.map(String));
   }
   return {
-    uid,
+    uid: request.uid,
     allowed,
-    ...(allowed
-      ? {}
-      : { status: { code, reason: "Forbidden", message: message || "Denied by the webhook" } }),
+    ...(allowed ? {} : { status: denialStatus(request, message, code, fieldErrors) }),
     ...(warnings.length ? { warnings } : {}),
   };
+}
+
+/** The Status of a denial: `Invalid` with causes for field errors, else the code's reason. */
+function denialStatus(
+  request: AdmissionRequest,
+  message: string | undefined,
+  code: number | undefined,
+  fieldErrors: readonly FieldError[],
+): NonNullable<AdmissionResponse["status"]> {
+  if (fieldErrors.length) {
+    const name = request.name || (request.object as KubeObject | undefined)?.metadata?.name || "";
+    const status = invalidStatus(request.kind, name, fieldErrors);
+    return {
+      ...status,
+      ...(code ? { code, reason: reasonForCode(code) } : {}),
+      ...(message ? { message } : {}),
+    };
+  }
+  const c = code ?? 403;
+  return { code: c, reason: reasonForCode(c), message: message || "Denied by the webhook" };
 }
 
 function denial(
@@ -453,7 +569,12 @@ function denial(
     return {
       uid: request.uid,
       allowed: false,
-      status: { code: err.code, reason: "Forbidden", message: err.message },
+      status: denialStatus(
+        request,
+        err.fieldErrors.length ? undefined : err.message,
+        err.code,
+        err.fieldErrors,
+      ),
       ...(warnings.length ? { warnings } : {}),
     };
   }

@@ -68,7 +68,18 @@ export interface AdmissionResponse {
   /** Whether the request may proceed. */
   allowed: boolean;
   /** Why it was refused: shown to the client. */
-  status?: { code?: number; message?: string; reason?: string };
+  status?: {
+    code?: number;
+    message?: string;
+    reason?: string;
+    /** The object and, for reason `Invalid`, one cause per refused field. */
+    details?: {
+      group?: string;
+      kind?: string;
+      name?: string;
+      causes?: { reason?: string; field?: string; message?: string }[];
+    };
+  };
   /** Base64 of a JSON patch (RFC 6902) to apply, mutating webhooks only. */
   patch?: string;
   /** `JSONPatch` when `patch` is set. */

@@ -167,6 +167,7 @@ export function conversionHandler(
     byKind.set(key, r);
   }
   const served = [...byKind.keys()].join(", ") || "none";
+  const seen = new SeenOnce(4096);
 
   return async (req: Request): Promise<Response> => {
     try {
@@ -221,6 +222,7 @@ export function conversionHandler(
     }
     const { uid, desiredAPIVersion, objects } = parsed.request;
     const converted: KubeObject[] = [];
+    const failed: string[] = [];
     for (const [i, object] of objects.entries()) {
       const o = object as Partial<KubeObject>;
       const group = typeof o.apiVersion === "string" ? groupOf(o.apiVersion) : "";
@@ -234,14 +236,49 @@ export function conversionHandler(
       try {
         converted.push(res.convert(object, desiredAPIVersion));
       } catch (err) {
-        return failure(uid, err instanceof Error ? err.message : String(err));
+        const message = err instanceof Error ? err.message : String(err);
+        failed.push(message);
+        // The API server retries a failing read or watch many times a second: say it once per
+        // object, change and target version.
+        const m = o.metadata ?? {};
+        if (
+          seen.first(`${o.kind}.${group}/${m.namespace}/${m.name}@${m.resourceVersion}`, message)
+        ) {
+          log.warn(
+            "Conversion to {apiVersion} failed: {message} (logged once per object and change; " +
+              "every read of it at {apiVersion} fails until it is fixed or deleted)",
+            { apiVersion: desiredAPIVersion, message },
+          );
+        }
       }
+    }
+    if (failed.length) {
+      const shown = failed.slice(0, 5).join("; ");
+      const more = failed.length > 5 ? `; and ${failed.length - 5} more` : "";
+      return review({ uid, result: { status: "Failure", message: `${shown}${more}` } });
     }
     log.debug("Converted {count} objects to {apiVersion}", {
       count: converted.length,
       apiVersion: desiredAPIVersion,
     });
     return review({ uid, result: { status: "Success" }, convertedObjects: converted });
+  }
+}
+
+/** Remembers the last `limit` keys, so that a repeated failure is logged once. */
+class SeenOnce {
+  readonly #keys = new Map<string, string>();
+  readonly #limit: number;
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+  /** True the first time `key` is seen with `value` (a changed message counts as new). */
+  first(key: string, value: string): boolean {
+    if (this.#keys.get(key) === value) return false;
+    this.#keys.delete(key);
+    this.#keys.set(key, value);
+    if (this.#keys.size > this.#limit) this.#keys.delete(this.#keys.keys().next().value!);
+    return true;
   }
 }
 
