@@ -182,17 +182,24 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
           },
         });
         assert.equal(created.code, 0, created.stderr);
-        const old = await getAt("v1alpha1", "fresh");
-        assert.deepEqual(old.object.spec, { image: "nginx:1.27", replicas: 1, port: 80 });
-        const kept = JSON.parse(old.object.metadata.annotations[CONVERSION_DATA_ANNOTATION]);
-        assert.deepEqual(kept.spec.nodeSelector, { disk: "ssd" });
-        // A whole-object write at v1alpha1 (what kubectl edit does), with an edit.
-        old.object.spec.replicas = 3;
-        delete old.object.metadata.managedFields;
-        const path = `${dir}/fresh-v1alpha1.json`;
-        await Deno.writeTextFile(path, JSON.stringify(old.object));
-        const replaced = await kubectl("replace", "-f", path);
-        assert.equal(replaced.code, 0, replaced.stderr);
+        // A whole-object write at v1alpha1 (what kubectl edit does), with an edit. The
+        // operator writes the new object meanwhile (its finalizer, its status), and a write
+        // guarded by an older resourceVersion is refused with a conflict: read again and
+        // redo the edit then, as a user of kubectl edit does.
+        let replaced: Awaited<ReturnType<typeof kubectl>> | undefined;
+        for (let attempt = 0; attempt < 10; attempt++) {
+          const old = await getAt("v1alpha1", "fresh");
+          assert.deepEqual(old.object.spec, { image: "nginx:1.27", replicas: 1, port: 80 });
+          const kept = JSON.parse(old.object.metadata.annotations[CONVERSION_DATA_ANNOTATION]);
+          assert.deepEqual(kept.spec.nodeSelector, { disk: "ssd" });
+          old.object.spec.replicas = 3;
+          delete old.object.metadata.managedFields;
+          const path = `${dir}/fresh-v1alpha1.json`;
+          await Deno.writeTextFile(path, JSON.stringify(old.object));
+          replaced = await kubectl("replace", "-f", path);
+          if (!/the object has been modified/.test(replaced.stderr)) break;
+        }
+        assert.equal(replaced!.code, 0, replaced!.stderr);
         const back = await getAt("v1", "fresh");
         assert.deepEqual(back.object.spec, {
           image: "nginx:1.27",
