@@ -5,14 +5,15 @@
 // would on the wire (log lines; the v4 channel protocol over WebSocket), which is what the
 // client sees. Not exercised: the v5 protocol end to end (the API server translates v5 to
 // SPDY toward the kubelet, which the stand-in does not speak: the test shows the handshake
-// and the error Status the API server sends on the status channel instead), attach to a real
-// process, and a real container runtime's port-forward.
+// and the error Status the API server sends on the status channel instead), a real process
+// behind exec and attach (the stand-in echoes stdin for attach), and a real container
+// runtime's port-forward.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../src/testing/control_plane.ts";
 import { createClient } from "../src/client/client.ts";
 import { createCa, issueCert } from "../src/util/x509.ts";
 
-Deno.test("pod streams: logs, exec and port-forward through the API server", async (t) => {
+Deno.test("pod streams: logs, exec, attach and port-forward through the API server", async (t) => {
   await using cp = await startControlPlane();
   const ca = await createCa("stand-in-kubelet");
   const serving = await issueCert(
@@ -78,6 +79,23 @@ Deno.test("pod streams: logs, exec and port-forward through the API server", asy
           }),
         );
         socket.close();
+      };
+    } else if (url.pathname.startsWith("/attach/")) {
+      // The attached process: echoes each stdin line back on stdout, exits 0 after "bye".
+      let pending = "";
+      socket.onmessage = (e) => {
+        const data = new Uint8Array(e.data as ArrayBuffer);
+        if (data[0] !== 0) return;
+        pending += new TextDecoder().decode(data.subarray(1));
+        for (let i = pending.indexOf("\n"); i >= 0; i = pending.indexOf("\n")) {
+          const line = pending.slice(0, i);
+          pending = pending.slice(i + 1);
+          frame(1, `echo: ${line}\n`);
+          if (line === "bye") {
+            frame(3, JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Success" }));
+            socket.close();
+          }
+        }
       };
     } else if (url.pathname.startsWith("/portForward/")) {
       const port = Number(url.searchParams.get("port") ?? url.searchParams.get("ports"));
@@ -162,6 +180,32 @@ Deno.test("pod streams: logs, exec and port-forward through the API server", asy
         assert.ok(result.message, JSON.stringify(result));
       },
     );
+
+    await t.step("attach over v4.channel.k8s.io: stdin in, stdout back, exit 0", async () => {
+      const s = await client.attach("default", "web", {
+        stdin: true,
+        protocols: ["v4.channel.k8s.io"],
+      });
+      assert.equal(s.protocol, "v4.channel.k8s.io");
+      const out = new Response(s.stdout).text();
+      s.write("hello\n");
+      s.write(new TextEncoder().encode("bye\n"));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          s.close();
+          reject(new Error("The attached process did not answer stdin within 20 s"));
+        }, 20_000);
+      });
+      const [text, result] = await Promise.race([Promise.all([out, s.result]), deadline])
+        .finally(() => clearTimeout(timer));
+      assert.equal(text, "echo: hello\necho: bye\n");
+      assert.equal(result.exitCode, 0);
+      assert.ok(
+        seen.some((l) => l.startsWith("/attach/default/web/app") && /websocket/i.test(l)),
+        seen.join("; "),
+      );
+    });
 
     await t.step("exec to a pod that does not exist fails the handshake", async () => {
       const err = await client.exec("default", "nope", ["true"]).catch((e) => e);
