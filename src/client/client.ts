@@ -613,8 +613,10 @@ export class Client implements Disposable {
    * @returns The lines.
    * @throws {ApiError} When the API server refuses.
    *
-   * @example Follow a log (needs a running pod)
-   * ```ts ignore
+   * @example Follow a log
+   * ```ts ignore — needs a live API server and a running pod
+   * import { createClient } from "./client.ts";
+   * using client = await createClient();
    * for await (const line of client.logs("default", "web-0", { follow: true })) console.log(line);
    * ```
    */
@@ -637,8 +639,10 @@ export class Client implements Disposable {
    * @returns The session: stdout, stderr, stdin and the result from the status channel.
    * @throws {ConnectionError} When the handshake fails.
    *
-   * @example Run a command (needs a running pod)
-   * ```ts ignore
+   * @example Run a command
+   * ```ts ignore — needs a live API server and a running pod
+   * import { createClient } from "./client.ts";
+   * using client = await createClient();
    * const s = await client.exec("default", "db-0", ["pg_dump", "app"]);
    * const dump = await new Response(s.stdout).text();
    * if ((await s.result).exitCode !== 0) throw new Error("pg_dump failed");
