@@ -567,6 +567,11 @@ Deno.test("review fixes against a real API server", async (t) => {
           const types = (s.status?.conditions ?? []).map((c) => c.type).sort();
           return types.join() === "External,Ready";
         }, { what: "both conditions on the object" });
+        // The harness's own watch may be behind that read: wait until it delivered the
+        // version with both, so the history below is complete up to there.
+        await waitFor(() => history.some((v) => v.join() === "External,Ready"), {
+          what: "the harness's watch to show both conditions",
+        });
         const external = history.findIndex((v) => v.includes("External"));
         assert.ok(external >= 0);
         for (const v of history.slice(external)) {
