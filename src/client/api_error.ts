@@ -412,7 +412,18 @@ const CODE_REASONS: Record<number, string> = {
 };
 
 function reasonForCode(code: number): string {
-  return CODE_REASONS[code] ?? "Unknown";
+  return statusReasonOf(code) ?? "Unknown";
+}
+
+/**
+ * The Status `reason` the API server gives with an HTTP code (apimachinery's
+ * `StatusReason`s), for the codes that have one.
+ *
+ * @param code An HTTP status code.
+ * @returns The reason, e.g. `Invalid` for 422; `undefined` for a code without one.
+ */
+export function statusReasonOf(code: number): string | undefined {
+  return CODE_REASONS[code];
 }
 
 function oneLine(s: string): string {

@@ -12,6 +12,8 @@
  * @module
  */
 
+import { statusReasonOf } from "../client/api_error.ts";
+
 /** The kinds of field error the API server uses (apimachinery's `field.ErrorType`). */
 export type FieldErrorType =
   | "Invalid"
@@ -215,22 +217,5 @@ export function invalidStatus(
  * ```
  */
 export function reasonForCode(code: number): string {
-  const reasons: Record<number, string> = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    406: "NotAcceptable",
-    409: "Conflict",
-    410: "Gone",
-    413: "RequestEntityTooLarge",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-  };
-  return reasons[code] ?? (code >= 500 ? "InternalError" : "BadRequest");
+  return statusReasonOf(code) ?? (code >= 500 ? "InternalError" : "BadRequest");
 }
