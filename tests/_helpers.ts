@@ -245,20 +245,24 @@ export interface RunningExample {
 
 /**
  * Starts `deno run -A --quiet <example> run <args>`, the way the examples' headers say to run
- * them, collecting stderr (where the operator logs).
+ * them, collecting stderr (where the operator logs). With `options.argv`, runs
+ * `deno <argv>` instead (a command exactly as documented), in `options.cwd`.
  *
  * @param example The example's path.
  * @param args Flags after `run`.
  * @param env The environment to add.
+ * @param options `argv`: Deno's whole argument list; `cwd`: where to run it.
  * @returns The running operator.
  */
 export function startExample(
   example: string,
   args: string[],
   env: Record<string, string>,
+  options: { argv?: string[]; cwd?: string } = {},
 ): RunningExample {
   const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", example, "run", ...args],
+    args: options.argv ?? ["run", "-A", "--quiet", example, "run", ...args],
+    cwd: options.cwd,
     env,
     stdin: "null",
     stdout: "null",

@@ -22,32 +22,12 @@ const EXAMPLE = new URL("../examples/cronjob.ts", import.meta.url).pathname;
 
 /** `deno run -A examples/cronjob.ts <args>` typed in the checkout, stderr collected. */
 function asDocumented(args: string[], env: Record<string, string>): RunningExample {
-  const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "examples/cronjob.ts", ...args],
+  return startExample(EXAMPLE, [], env, {
+    argv: ["run", "-A", "examples/cronjob.ts", ...args],
     cwd: ROOT,
-    env,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let logs = "";
-  const pump = (async () => {
-    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
-  })();
-  return {
-    proc,
-    logs: () => logs,
-    lines: (re) => logs.split("\n").filter((l) => re.test(l)),
-    async stop(signal = "SIGTERM") {
-      try {
-        proc.kill(signal);
-      } catch { /* exited */ }
-      const status = await proc.status;
-      await pump.catch(() => {});
-      return status;
-    },
-  };
+  });
 }
+
 const NS = "default";
 
 /**
