@@ -2,7 +2,9 @@
 // so its initial list queues 2,000 keys; a user's edit made during that storm is reconciled
 // before the storm drains (its position is reported), because keys from the initial list
 // wait behind real changes. With the priority queue off, the same edit waits behind the
-// storm. One control plane for the file.
+// storm. And a storm never holds every worker: with its reconciles hanging on 3 of 4 workers,
+// the fourth (kept for changes) serves the edit; with none kept, the edit waits. One control
+// plane for the file.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
@@ -90,4 +92,80 @@ Deno.test("a user's edit during the start-up storm is served before the storm dr
     );
     assert.ok(s.position > N * 0.9, `served ${s.position}th`);
   });
+
+  await t.step(
+    "with 4 workers (one kept by default), an edit is served while 3 storm reconciles hang",
+    async () => {
+      const r = await hungStorm(client, ns, { maxConcurrent: 4 });
+      console.log(`kept worker: edit served ${r.servedWhileHung}, storm reconciles hung ${r.hung}`);
+      assert.equal(
+        r.hung,
+        3,
+        "storm reconciles on more than maxConcurrent - reservedWorkers workers",
+      );
+      assert.ok(r.servedWhileHung, "the edit waited behind hung storm reconciles");
+    },
+  );
+
+  await t.step(
+    "with reservedWorkers: 0 the storm holds every worker and the edit waits",
+    async () => {
+      const r = await hungStorm(client, ns, { maxConcurrent: 4, reservedWorkers: 0 });
+      console.log(
+        `no kept worker: edit served ${r.servedWhileHung}, storm reconciles hung ${r.hung}`,
+      );
+      assert.equal(r.hung, 4);
+      assert.equal(r.servedWhileHung, false);
+    },
+  );
 });
+
+/**
+ * Runs a controller with `workers` workers whose storm reconciles all hang until released,
+ * edits one object, and says whether the edit was reconciled while every storm reconcile
+ * still hung.
+ */
+async function hungStorm(
+  client: Client,
+  ns: string,
+  workers: { maxConcurrent: number; reservedWorkers?: number },
+): Promise<{ servedWhileHung: boolean; hung: number }> {
+  const edit = uniqueName("v");
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let hung = 0;
+  let edited = false;
+  const manager = createManager({
+    client,
+    namespaces: [ns],
+    controllers: [reconcile(ConfigMap, {
+      ...workers,
+      async reconcile(cm) {
+        if (cm.data?.v === edit) {
+          edited = true;
+          return;
+        }
+        hung++;
+        await released;
+      },
+    })],
+  });
+  const done = manager.start();
+  try {
+    const storm = workers.maxConcurrent - (workers.reservedWorkers ?? 1);
+    await waitFor(() => hung >= storm, { what: `${storm} storm reconciles to hang` });
+    await client.patch(ConfigMap, name(N - 1), { data: { v: edit } }, { namespace: ns });
+    // Either a worker serves the edit, or it sits in the queue: a waiting worker would have
+    // been handed it at once (the queue hands a key straight to a worker that takes it), so
+    // queued means every worker that could take it hangs in the storm.
+    await waitFor(
+      () => edited || manager.runtimes[0].queue.waiting().includes(`${ns}/${name(N - 1)}`),
+      { what: "the edit to be served or queued" },
+    );
+    return { servedWhileHung: edited, hung };
+  } finally {
+    release();
+    await manager.stop();
+    await done;
+  }
+}

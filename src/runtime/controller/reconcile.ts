@@ -405,6 +405,19 @@ export interface ReconcileOptions<T extends KubeObject> {
    */
   maxConcurrent?: number;
   /**
+   * Of the `maxConcurrent` workers, how many are kept for changes: they take only keys at
+   * `DEFAULT_PRIORITY` or higher (watch events that are news, `requeue` without a lower
+   * priority), never keys of an initial list, resync or hand-off (`LOW_PRIORITY`). So a
+   * start-up storm of low-priority keys holds at most `maxConcurrent - reservedWorkers`
+   * workers, and a user's edit made during it starts at once instead of waiting for a
+   * storm reconcile to end. While no low-priority key waits, every worker serves every key;
+   * the bound on reconciles at once stays `maxConcurrent`. controller-runtime has no
+   * equivalent (its priority queue orders keys but a storm can hold every worker); with the
+   * priority queue off every key is at one priority, so this has no effect.
+   * @default 1 when `maxConcurrent` is 2 or more, else 0
+   */
+  reservedWorkers?: number;
+  /**
    * A bound on one reconcile (or finalize) call, in milliseconds — the equivalent of
    * controller-runtime's `ReconciliationTimeout`. When it passes, `ctx.signal` aborts with a
    * `TimeoutError` naming the key and the bound; from then on the context refuses to send
@@ -460,6 +473,8 @@ export interface Controller<T extends KubeObject = any> {
   readonly finalizer?: string;
   /** Reconciles running at once. */
   readonly maxConcurrent: number;
+  /** Workers that take only changes, not low-priority keys (see `ReconcileOptions.reservedWorkers`). */
+  readonly reservedWorkers: number;
   /** The bound on one reconcile in milliseconds, if any (see `ReconcileOptions.timeoutMs`). */
   readonly timeoutMs?: number;
   /** Field manager of the controller's writes. */
@@ -479,7 +494,7 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  * @typeParam T The primary object type, inferred from `resource`.
  * @param resource The primary kind, e.g. one made with `defineResource`.
  * @param options The `reconcile` function, and optionally `finalize` + `finalizer`, `owns`,
- * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `timeoutMs`,
+ * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `reservedWorkers`, `timeoutMs`,
  * `name` and `fieldManager`.
  * @returns A frozen controller description for a manager to run.
  * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, the
@@ -566,6 +581,16 @@ export function reconcile<T extends KubeObject>(
       `Cannot define controller "${name}": maxConcurrent must be a positive integer, got "${maxConcurrent}"`,
     );
   }
+  const reservedWorkers = options.reservedWorkers ?? (maxConcurrent >= 2 ? 1 : 0);
+  if (
+    !(Number.isInteger(reservedWorkers) && reservedWorkers >= 0 && reservedWorkers < maxConcurrent)
+  ) {
+    throw new RangeError(
+      `Cannot define controller "${name}": reservedWorkers must be an integer from 0 to maxConcurrent - 1 (${
+        maxConcurrent - 1
+      }), got "${reservedWorkers}"`,
+    );
+  }
   const { timeoutMs } = options;
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new RangeError(
@@ -600,6 +625,7 @@ export function reconcile<T extends KubeObject>(
     predicates: Object.freeze([...(options.predicates ?? [])]),
     ...(finalizer !== undefined ? { finalizer, finalize } : {}),
     maxConcurrent,
+    reservedWorkers,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     fieldManager: options.fieldManager ?? name,
     reconcile: options.reconcile,

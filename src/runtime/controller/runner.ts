@@ -344,11 +344,16 @@ export class ControllerRuntime<T extends KubeObject> {
       throw new Error(`Cannot start controller "${this.controller.name}": stopped`);
     }
     this.#started = true;
+    const { maxConcurrent, reservedWorkers = 0 } = this.controller;
     this.#log.info("Controller {controller} started with {workers} workers", {
       controller: this.controller.name,
-      workers: this.controller.maxConcurrent,
+      workers: maxConcurrent,
+      reservedWorkers,
     });
-    for (let i = 0; i < this.controller.maxConcurrent; i++) this.#workers.push(this.#work());
+    // The last `reservedWorkers` take only changes, so low-priority keys never hold them all.
+    for (let i = 0; i < maxConcurrent; i++) {
+      this.#workers.push(this.#work(i >= maxConcurrent - reservedWorkers));
+    }
   }
 
   /**
@@ -582,9 +587,10 @@ export class ControllerRuntime<T extends KubeObject> {
     return i < 0 ? undefined : this.#primary[i].get(key);
   }
 
-  async #work(): Promise<void> {
+  async #work(changesOnly: boolean): Promise<void> {
+    const options = changesOnly ? { minPriority: DEFAULT_PRIORITY } : undefined;
     for (;;) {
-      const item = await this.queue.get();
+      const item = await this.queue.get(options);
       if (item.shutdown) return;
       const key = item.key;
       if (this.#stopping) {

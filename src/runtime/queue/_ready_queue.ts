@@ -33,6 +33,11 @@ export class ReadyQueue<K> {
     return this.#size;
   }
 
+  /** The priority of the key `shift` would return, or `undefined` when empty. */
+  get topPriority(): number | undefined {
+    return this.#levels[0]?.priority;
+  }
+
   /** Appends `key` to the FIFO of `priority`. */
   push(key: K, priority: number): void {
     const levels = this.#levels;

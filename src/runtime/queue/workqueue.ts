@@ -129,9 +129,19 @@ export type WorkQueueItem<K> = { key: K; shutdown: false } | { key: undefined; s
 export interface WorkQueueGetOptions {
   /** Stops waiting; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Take only a key at this priority or higher: while every queued key is below it, the
+   * caller waits (or, once the queue is shutting down, gets `{ shutdown: true }`, leaving
+   * those keys to other workers). A worker kept for real changes passes
+   * {@linkcode DEFAULT_PRIORITY}, so that keys at {@linkcode LOW_PRIORITY} never hold it.
+   *
+   * @default {-Infinity}
+   */
+  minPriority?: number;
 }
 
 interface Getter<K> {
+  min: number;
   resolve(item: WorkQueueItem<K>): void;
   detach(): void;
 }
@@ -157,6 +167,8 @@ const SHUTDOWN: WorkQueueItem<never> = Object.freeze({ key: undefined, shutdown:
  * - Highest priority first, FIFO within one: `get` hands out the waiting key of the highest
  *   priority, and of those the one added first; waiting workers are served in the order
  *   they called `get`. With `priorities: false` every key is at one priority: plain FIFO.
+ *   A `get` with `minPriority` takes the first key at or above it and waits past lower
+ *   ones, which stay for other workers.
  * - De-duplicating: a key added many times before a worker gets it is handed out once, at
  *   the highest priority it was added with. A key whose priority rises goes to the back of
  *   its new priority's FIFO (as in controller-runtime); otherwise it keeps its place.
@@ -453,6 +465,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * @param options An abort signal to stop waiting.
    * @returns The next key, or `{ shutdown: true }` once the queue is shut down and empty.
    * @throws {unknown} The signal's reason when `signal` aborts while waiting.
+   * @throws {RangeError} When `minPriority` is `NaN`.
    *
    * @example Waiting for work with a timeout
    * ```ts
@@ -468,11 +481,16 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
    * ```
    */
   get(options: WorkQueueGetOptions = {}): Promise<WorkQueueItem<K>> {
-    if (this.#ready.size > 0) {
+    const { signal, minPriority: min = -Infinity } = options;
+    if (Number.isNaN(min)) {
+      throw new RangeError(
+        `Cannot get from work queue "${this.#name}": minPriority must be a number, got "NaN"`,
+      );
+    }
+    if (this.#ready.size > 0 && this.#ready.topPriority! >= min) {
       return Promise.resolve({ key: this.#start(this.#ready.shift()!), shutdown: false });
     }
     if (this.#shuttingDown) return Promise.resolve(SHUTDOWN);
-    const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -481,6 +499,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
         reject(signal!.reason);
       };
       const getter: Getter<K> = {
+        min,
         resolve,
         detach: () => signal?.removeEventListener("abort", onAbort),
       };
@@ -527,7 +546,7 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     this.#delayTimerDue = Infinity;
     this.#heap = [];
     this.#waiting.clear();
-    // Getters only wait while the queue is empty, so all of them are told to stop.
+    // Getters only wait while no key they take is queued, so all of them are told to stop.
     const getters = this.#getters;
     this.#getters = [];
     for (const getter of getters) {
@@ -622,13 +641,14 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
   #raise(key: K, old: number, priority: number): void {
     if (priority === DEFAULT_PRIORITY) this.#priorityOf.delete(key);
     else this.#priorityOf.set(key, priority);
-    if (!this.#processing.has(key)) {
-      this.#ready.remove(key, old);
-      this.#ready.push(key, priority);
-    }
     if (this.#metrics?.depth) {
       this.#countDepth(old, -1);
       this.#countDepth(priority, 1);
+    }
+    if (!this.#processing.has(key)) {
+      this.#ready.remove(key, old);
+      // A worker that waits for keys of this priority takes it at once.
+      this.#push(key, priority);
     }
   }
 
@@ -662,14 +682,19 @@ export class WorkQueue<K = string> implements AsyncDisposable, AsyncIterable<K> 
     this.#metrics!.depth!(depth, priority);
   }
 
-  // Queues a dirty key that is not being processed, or hands it to a waiting getter.
+  // Queues a dirty key that is not being processed, or hands it to the first waiting getter
+  // that takes its priority.
   #push(key: K, priority: number): void {
-    const getter = this.#getters.shift();
-    if (getter === undefined) {
+    const getters = this.#getters;
+    let i = 0;
+    while (i < getters.length && getters[i].min > priority) i++;
+    if (i === getters.length) {
       this.#ready.push(key, priority);
       return;
     }
-    // A getter only waits while the queue is empty, so handing over directly keeps order.
+    // A getter only waits while no key at or above its minimum is queued, so handing over
+    // directly keeps order.
+    const getter = i === 0 ? getters.shift()! : getters.splice(i, 1)[0];
     getter.detach();
     getter.resolve({ key: this.#start(key), shutdown: false });
   }

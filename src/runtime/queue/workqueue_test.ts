@@ -588,3 +588,57 @@ Deno.test("WorkQueue priorities: metrics report depth per priority", async () =>
   assert.deepEqual(await takeAll(queue), ["c", "d", "a", "b"]);
   assert.deepEqual([...depths.values()].filter((n) => n !== 0), [], "every priority back to 0");
 });
+
+Deno.test("WorkQueue minPriority: a worker kept for changes waits past low keys and takes a change at once", async () => {
+  const { queue } = setup();
+  queue.add("storm-1", { priority: LOW_PRIORITY });
+  queue.add("storm-2", { priority: LOW_PRIORITY });
+  const kept = track(queue.get({ minPriority: DEFAULT_PRIORITY }));
+  await flush();
+  assert.equal(kept.settled, false, "took a low key");
+  assert.equal(queue.len(), 2, "the low keys stay for other workers");
+  // Another worker, taking any key, gets the storm in order.
+  assert.equal(await key(queue), "storm-1");
+  queue.add("edit");
+  await flush();
+  assert.deepEqual(kept.value, { key: "edit", shutdown: false });
+  assert.deepEqual(queue.waiting(), ["storm-2"]);
+});
+
+Deno.test("WorkQueue minPriority: a queued low key raised to a change goes to the waiting worker", async () => {
+  const depths = new Map<number | undefined, number>();
+  const { queue } = setup({ metrics: { depth: (n, p) => depths.set(p, n) } });
+  queue.add("a", { priority: LOW_PRIORITY });
+  queue.add("b", { priority: LOW_PRIORITY });
+  const kept = track(queue.get({ minPriority: DEFAULT_PRIORITY }));
+  await flush();
+  queue.add("b"); // b changed: rises to 0
+  await flush();
+  assert.deepEqual(kept.value, { key: "b", shutdown: false });
+  assert.deepEqual(queue.waiting(), ["a"]);
+  assert.deepEqual(Object.fromEntries(depths), { [LOW_PRIORITY]: 1, [DEFAULT_PRIORITY]: 0 });
+});
+
+Deno.test("WorkQueue minPriority: a key is handed to the first waiting worker that takes it", async () => {
+  const { queue } = setup();
+  const kept = track(queue.get({ minPriority: DEFAULT_PRIORITY }));
+  const any = track(queue.get());
+  queue.add("low", { priority: LOW_PRIORITY });
+  await flush();
+  assert.equal(kept.settled, false);
+  assert.deepEqual(any.value, { key: "low", shutdown: false }, "skipped the kept worker");
+  queue.add("high", { priority: 5 });
+  await flush();
+  assert.deepEqual(kept.value, { key: "high", shutdown: false });
+});
+
+Deno.test("WorkQueue minPriority: at shutdown a kept worker stops while low keys go to the others", async () => {
+  const { queue } = setup();
+  queue.add("low", { priority: LOW_PRIORITY });
+  const kept = track(queue.get({ minPriority: DEFAULT_PRIORITY }));
+  queue.shutDown();
+  await flush();
+  assert.deepEqual(kept.value, { key: undefined, shutdown: true });
+  assert.equal(await key(queue), "low", "still handed out");
+  assert.throws(() => queue.get({ minPriority: NaN }), RangeError);
+});
