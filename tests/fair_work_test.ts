@@ -155,11 +155,13 @@ async function hungStorm(
     const storm = workers.maxConcurrent - (workers.reservedWorkers ?? 1);
     await waitFor(() => hung >= storm, { what: `${storm} storm reconciles to hang` });
     await client.patch(ConfigMap, name(N - 1), { data: { v: edit } }, { namespace: ns });
-    // Either a worker serves the edit, or it sits in the queue: a waiting worker would have
-    // been handed it at once (the queue hands a key straight to a worker that takes it), so
-    // queued means every worker that could take it hangs in the storm.
+    // Either a worker serves the edit, or the edit's event raised the key (last in the
+    // initial list) to the head of the queue, ahead of the storm's keys: a worker waiting for
+    // changes would have been handed it at once, so queued at the head means every worker
+    // that could take it hangs in the storm.
+    const key = `${ns}/${name(N - 1)}`;
     await waitFor(
-      () => edited || manager.runtimes[0].queue.waiting().includes(`${ns}/${name(N - 1)}`),
+      () => edited || manager.runtimes[0].queue.waiting()[0] === key,
       { what: "the edit to be served or queued" },
     );
     return { servedWhileHung: edited, hung };
