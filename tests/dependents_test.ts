@@ -400,7 +400,7 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
       console.log(
         `lagging: created ${JSON.stringify(added)}, deleted ${
           JSON.stringify(deleted)
-        }, failed requests ${failures.length}`,
+        }, failed requests ${failures.length}, DELETE requests ${deletes}`,
       );
       assert.deepEqual(added, {
         "ConfigMap/shop-config": 1,
