@@ -292,7 +292,7 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
   await t.step("3. removing spec.host prunes the Ingress, and only it", async () => {
     const uids = Object.fromEntries(
       await Promise.all(
-        [ConfigMap, Deployment, Service].map(async (
+        ([ConfigMap, Deployment, Service] as Resource<KubeObject>[]).map(async (
           k,
         ) => [
           k.kind,
@@ -314,7 +314,7 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
     );
     const deleted = rec.events.slice(from).filter((e) => e.type === "DELETED");
     assert.deepEqual(deleted.map((e) => `${e.kind}/${e.name}`), ["Ingress/shop"]);
-    for (const k of [ConfigMap, Deployment, Service]) {
+    for (const k of [ConfigMap, Deployment, Service] as Resource<KubeObject>[]) {
       const obj = await get(admin, k, ns, k === ConfigMap ? "shop-config" : "shop");
       assert.equal(obj?.metadata.uid, uids[k.kind], `${k.kind} untouched`);
     }
@@ -359,9 +359,13 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
         ]
       ) proxy.delay({ group, resource }, 1_500);
       const failures: RequestMetric[] = [];
+      let deletes = 0;
       using lagging = await createClient({
         kubeconfig: proxy.kubeconfigPath,
-        onRequest: (m) => void (m.code >= 400 && failures.push(m)),
+        onRequest: (m) => {
+          if (m.code >= 400) failures.push(m);
+          if (m.method === "DELETE") deletes++;
+        },
       });
       const lns = await createNamespace(admin, "webapp-lag");
       using lrec = recordChildren(admin, lns);
@@ -414,6 +418,7 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
         [],
         "no write refused (409, 404)",
       );
+      assert.equal(deletes, 1, "one DELETE request: the Ingress, never again while the cache lags");
     },
   );
 
