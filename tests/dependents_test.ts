@@ -429,10 +429,14 @@ Deno.test("dependents: ordered apply behind readiness gates, pruning, ordered de
       file,
       `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: member\n  namespace: ${ans}\ndata: {a: "1"}\n`,
     );
+    // kubectl's ApplySet support is still behind this environment variable.
     Deno.env.set("KUBECTL_APPLYSET", "true");
     const out = await cp.kubectl(
       ...["apply", "-n", ans, "--prune", "--applyset=configmaps/parent", "-f", file],
-    );
+    ).finally(() => {
+      Deno.env.delete("KUBECTL_APPLYSET");
+      return Deno.remove(file);
+    });
     assert.equal(out.code, 0, out.stderr);
     const parent = await admin.get(ConfigMap, "parent", { namespace: ans });
     const id = await applySetId({ name: "parent", namespace: ans, kind: "ConfigMap", group: "" });
