@@ -55,6 +55,7 @@ import type { Resource } from "../../core/resource.ts";
 import type { ObjectName } from "../../core/object_key.ts";
 import type { IndexFunc } from "../cache/store.ts";
 import type { CacheReader } from "../cache/reader.ts";
+import { kindKey } from "../../core/kind_key.ts";
 import {
   type CachedKind,
   cachedKinds,
@@ -340,6 +341,18 @@ export interface WatchSpec<U extends KubeObject = any> extends CacheSpec<U> {
   readonly predicates?: readonly Predicate<U>[];
 }
 
+/**
+ * What a graph of dependents (`dependents(...)` of `@kubeno/kubeno/runtime/dependents`) adds
+ * to a controller's declaration: the kinds it applies, owned as `owns` entries are, and what
+ * it watches to judge readiness (a Service's EndpointSlices).
+ */
+export interface DependentKinds {
+  /** Kinds the graph applies and owns. */
+  readonly owns: readonly Resource<any>[];
+  /** Kinds the graph watches besides, each with its mapping to primaries. */
+  readonly watches: readonly WatchSpec<any>[];
+}
+
 /** The functions and options of {@linkcode reconcile}. */
 export interface ReconcileOptions<T extends KubeObject> {
   /**
@@ -370,6 +383,13 @@ export interface ReconcileOptions<T extends KubeObject> {
    * @default []
    */
   owns?: readonly (Resource<any> | CacheSpec<any>)[];
+  /**
+   * A graph of dependents (`dependents(...)`): its kinds are owned (cached, watched and in
+   * the RBAC) as if listed in `owns`, and what it needs to judge readiness is watched. The
+   * reconcile applies the graph itself, with `graph.reconcile(obj, ctx)`.
+   * @default none
+   */
+  dependents?: DependentKinds;
   /**
    * Other kinds to watch, each with a function mapping its objects to primaries (it may read
    * the cache, e.g. an index on the primary), and optionally a cache scope and indexes.
@@ -597,21 +617,24 @@ export function reconcile<T extends KubeObject>(
       `Cannot define controller "${name}": timeoutMs must be a positive finite number, got "${timeoutMs}"`,
     );
   }
-  for (const w of options.watches ?? []) {
+  for (const w of [...(options.watches ?? []), ...(options.dependents?.watches ?? [])]) {
     if (typeof w.map !== "function") {
       throw new TypeError(
         `Cannot define controller "${name}": watches entry for "${w.resource?.kind}" has no map function`,
       );
     }
   }
-  const owns = (options.owns ?? []).map(cacheSpecOf);
+  // A kind both in owns and in the dependents is owned once, as owns declares it.
+  const owns = [...(options.owns ?? []), ...(options.dependents?.owns ?? [])].map(cacheSpecOf)
+    .filter((e, i, all) => all.findIndex((o) => kindKey(o.resource) === kindKey(e.resource)) === i);
+  const watches = [...(options.watches ?? []), ...(options.dependents?.watches ?? [])];
   const reads = (options.reads ?? []).map(cacheSpecOf);
   const caches = cachedKinds({
     name,
     primary: { ...options.scope, resource, indexes: options.indexes },
     entries: [
       ...owns.map((e) => ["owns", e] as const),
-      ...(options.watches ?? []).map((e) => ["watches", e] as const),
+      ...watches.map((e) => ["watches", e] as const),
       ...reads.map((e) => ["reads", e] as const),
     ],
   });
@@ -619,7 +642,7 @@ export function reconcile<T extends KubeObject>(
     name,
     resource,
     owns: Object.freeze(owns.map((e) => e.resource)),
-    watches: Object.freeze([...(options.watches ?? [])]),
+    watches: Object.freeze(watches),
     reads: Object.freeze(reads.map((e) => e.resource)),
     caches: Object.freeze(caches),
     predicates: Object.freeze([...(options.predicates ?? [])]),
