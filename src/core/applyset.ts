@@ -15,6 +15,11 @@ export const APPLYSET_ID_LABEL = "applyset.kubernetes.io/id";
 export const APPLYSET_TOOLING_ANNOTATION = "applyset.kubernetes.io/tooling";
 /** The annotation on the parent: every `Kind.group` the set may contain, sorted, comma-joined. */
 export const APPLYSET_GROUP_KINDS_ANNOTATION = "applyset.kubernetes.io/contains-group-kinds";
+/**
+ * The label on a CustomResourceDefinition whose objects may be ApplySet parents (`"true"`):
+ * without it `kubectl apply --prune --applyset=<kind>/<name>` refuses a custom resource parent.
+ */
+export const APPLYSET_PARENT_TYPE_LABEL = "applyset.kubernetes.io/is-parent-type";
 
 /** The parent of an ApplySet: its name, namespace (none when cluster-scoped), kind and group. */
 export interface ApplySetParent {

@@ -21,6 +21,7 @@ import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "../util/log.ts";
 import type { LeaderElectionOptions, OperatorOptions, OperatorShardingOptions } from "./options.ts";
 import type { Resource } from "../core/resource.ts";
+import { APPLYSET_PARENT_TYPE_LABEL } from "../core/applyset.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { ConvertibleResource } from "../webhook/conversion.ts";
 import { type Admission, admission } from "../webhook/admission.ts";
@@ -186,6 +187,22 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
       );
     }
     if (!prev) installs.set(crd.metadata.name, { resource: res, crd, json });
+  }
+  // Primaries with dependents are ApplySet parents; kubectl accepts a custom resource parent
+  // only when its CRD says so.
+  for (const c of options.controllers) {
+    if (!c.applySetParent) continue;
+    const make = (c.resource as { crd?: () => InstalledResource["crd"] }).crd;
+    const install = make && installs.get(make.call(c.resource).metadata.name);
+    if (!install) continue;
+    const meta = install.crd.metadata as { labels?: Record<string, string> };
+    install.crd = {
+      ...install.crd,
+      metadata: {
+        ...install.crd.metadata,
+        labels: { ...meta.labels, [APPLYSET_PARENT_TYPE_LABEL]: "true" },
+      },
+    };
   }
   const conversions = [...installs.values()].flatMap(({ resource, crd }) =>
     isConvertible(resource) &&

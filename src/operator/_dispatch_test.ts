@@ -252,3 +252,26 @@ Deno.test("describeError: one line with a hint; stacks only for bugs in debug mo
     1,
   );
 });
+
+Deno.test("defineOperator: a primary with dependents gets its CRD labelled an ApplySet parent type", async () => {
+  const { dependents } = await import("../runtime/dependents/dependents.ts");
+  const graph = dependents(Gadget, {
+    config: { resource: ConfigMap, desired: () => ({ metadata: { name: "c" }, data: {} }) },
+  });
+  const withGraph = reconcile(Gadget, { dependents: graph, reconcile() {} });
+  const labels = (def: ReturnType<typeof defineOperator>) =>
+    Object.fromEntries(
+      def.installs.map((i) => [i.crd.metadata.name, i.crd.metadata.labels ?? {}]),
+    );
+  const def = defineOperator({
+    name: "gadget-operator",
+    controllers: [withGraph],
+    resources: [Extra],
+  });
+  assert.deepEqual(labels(def), {
+    "gadgets.gadgets.example.com": { "applyset.kubernetes.io/is-parent-type": "true" },
+    "parts.gadgets.example.com": {},
+  });
+  const plain = defineOperator({ name: "gadget-operator", controllers: [controller] });
+  assert.deepEqual(labels(plain), { "gadgets.gadgets.example.com": {} });
+});

@@ -499,6 +499,11 @@ export interface Controller<T extends KubeObject = any> {
   readonly timeoutMs?: number;
   /** Field manager of the controller's writes. */
   readonly fieldManager: string;
+  /**
+   * `true` when the controller has `dependents`: its primary objects are ApplySet parents, so
+   * the operator labels the primary's CRD `applyset.kubernetes.io/is-parent-type: "true"`.
+   */
+  readonly applySetParent?: true;
   /** The reconcile function. */
   readonly reconcile: ReconcileOptions<T>["reconcile"];
   /** The finalize function, if any. */
@@ -651,6 +656,7 @@ export function reconcile<T extends KubeObject>(
     reservedWorkers,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     fieldManager: options.fieldManager ?? name,
+    ...(options.dependents !== undefined ? { applySetParent: true as const } : {}),
     reconcile: options.reconcile,
   });
 }

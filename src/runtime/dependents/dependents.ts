@@ -46,7 +46,8 @@
  * - A member is recognised by its labels and controller owner: objects this graph did not
  *   create are never pruned.
  * - `kubectl apply --prune --applyset` recognises a custom resource as a parent only when its
- *   CRD carries the label `applyset.kubernetes.io/is-parent-type: "true"`.
+ *   CRD carries the label `applyset.kubernetes.io/is-parent-type: "true"`: the operator's
+ *   `install` and `manifests` add it to the CRD of every primary with dependents.
  *
  * ## Errors
  *
