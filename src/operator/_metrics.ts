@@ -66,6 +66,12 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
     return m;
   };
   const own = ownWriteMetrics(registry);
+  const kinds = registry.gauge({
+    name: "kubeno_controller_kind_served",
+    help:
+      "Whether the API server serves an optional kind a controller caches (1), or the controller runs without it (0)",
+    labelNames: ["controller", "group", "version", "kind"],
+  });
   return {
     registry,
     onRequest: restClientMetrics(registry),
@@ -84,6 +90,11 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
         for (let i = 0; i < Math.abs(delta); i++) of(controller).activeWorkers(delta > 0 ? 1 : -1);
       },
       workqueue: (controller) => workqueueMetrics(registry, controller),
+      kindServed: (controller, res, served) =>
+        kinds.set(
+          { controller, group: res.group, version: res.version, kind: res.kind },
+          served ? 1 : 0,
+        ),
     },
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
     ...(sharded ? { sharding: sharded.hooks } : {}),

@@ -83,7 +83,7 @@ import type { Informer, InformerEventInfo } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import { kindKey } from "../../core/kind_key.ts";
-import type { CachedKind } from "./caches.ts";
+import { type CachedKind, isOptionalKind } from "./caches.ts";
 import type { InformerFactory, InformerHold } from "../cache/informer_factory.ts";
 import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
@@ -156,6 +156,14 @@ export interface ControllerRuntimeOptions {
    * @default true
    */
   priorityQueue?: boolean;
+  /**
+   * Leave the controller's optional kinds (`isOptionalKind`: not built in, not `required`)
+   * uncached until {@linkcode ControllerRuntime.prototype.served} says they are served, as
+   * the manager does; meanwhile reads of them answer nothing. `false` caches every kind at
+   * once.
+   * @default false
+   */
+  deferOptional?: boolean;
 }
 
 /** Removes what it was returned for: an event handler, the wiring of a kind. */
@@ -215,6 +223,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #idleWaiters = new Set<{ busy: () => boolean; resolve: () => void }>();
   readonly #owned: Set<string>;
   readonly #sources = new Map<string, CachedSource>();
+  // Optional kinds left out until served, by kind key, with their holds while cached.
+  readonly #optional = new Map<string, { kind: CachedKind; holds?: InformerHold<any>[] }>();
   // Read-your-own-writes and echo filtering.
   readonly #writes: OwnWriteTracker;
   #active = 0;
@@ -247,7 +257,14 @@ export class ControllerRuntime<T extends KubeObject> {
     });
     this.#factory = options.informers;
     for (const kind of controller.caches) {
-      this.#sources.set(kindKey(kind.resource), this.#scoped(kind));
+      const key = kindKey(kind.resource);
+      if (options.deferOptional && isOptionalKind(kind)) {
+        this.#optional.set(key, { kind });
+        this.#sources.set(key, { resource: kind.resource, informers: [] });
+        this.#metrics?.kindServed?.(controller.name, kind.resource, false);
+        continue;
+      }
+      this.#sources.set(key, this.#scoped(kind));
     }
     // Over the live map: a watch added at run time is readable at once.
     this.#reader = new InformerReader(this.#sources, {
@@ -273,7 +290,73 @@ export class ControllerRuntime<T extends KubeObject> {
       add: (key, cause, priority) => this.#add(key, cause, priority),
     });
     this.#owned = new Set(controller.owns.map((res) => kindKey(res)));
-    for (const kind of controller.caches) this.#wired.set(kindKey(kind.resource), this.#wire(kind));
+    for (const kind of controller.caches) {
+      const key = kindKey(kind.resource);
+      if (!this.#optional.has(key)) this.#wired.set(key, this.#wire(kind));
+    }
+  }
+
+  /**
+   * The optional kinds this runtime leaves out until served (with `deferOptional`).
+   *
+   * @returns Their resources.
+   */
+  get optionalKinds(): readonly Resource<any>[] {
+    return [...this.#optional.values()].map((o) => o.kind.resource);
+  }
+
+  /**
+   * The optional kinds not cached now, because the API server does not serve them.
+   *
+   * @returns Their resources.
+   */
+  get missingKinds(): readonly Resource<any>[] {
+    return [...this.#optional.values()].filter((o) => !o.holds).map((o) => o.kind.resource);
+  }
+
+  /**
+   * Starts or stops caching an optional kind as the API server starts or stops serving it.
+   * Served: its informers are held from the factory and wired as declared (`owns`,
+   * `watches`, `reads`); their first list triggers what it maps to, as at start. Not
+   * served: its handlers are removed, reads of it answer nothing, and its informers are
+   * released (stopped when no one else holds them). Kinds that are not optional, and a
+   * state it is already in, are ignored.
+   *
+   * @param res An optional kind of this controller.
+   * @param served Whether the API server serves it now.
+   * @returns A promise that resolves once its informers are held or released.
+   */
+  async served(res: Resource<any>, served: boolean): Promise<void> {
+    const key = kindKey(res);
+    const opt = this.#optional.get(key);
+    if (!opt || served === !!opt.holds || (served && this.#stopping)) return;
+    const what = { controller: this.controller.name, kind: `${res.kind} (${res.apiVersion})` };
+    this.#metrics?.kindServed?.(this.controller.name, res, served);
+    if (served) {
+      const holds: InformerHold<any>[] = [];
+      this.#sources.set(key, this.#scoped(opt.kind, holds));
+      opt.holds = holds;
+      this.#wired.set(key, this.#wire(opt.kind));
+      this.#log.info("Controller {controller} caches {kind}: the API server serves it", what);
+      // A reconcile that ran without the kind (e.g. could not apply it) runs again with it.
+      this.reconcileAll("served");
+      return;
+    }
+    const holds = opt.holds ?? [];
+    opt.holds = undefined;
+    this.#wired.get(key)?.();
+    this.#wired.delete(key);
+    const gone = this.#sources.get(key)?.informers ?? [];
+    this.#sources.set(key, { resource: res, informers: [] });
+    for (const inf of gone) {
+      const i = this.#all.indexOf(inf);
+      if (i >= 0) this.#all.splice(i, 1);
+    }
+    this.#log.warn(
+      "Controller {controller} runs without {kind}: the API server does not serve it",
+      what,
+    );
+    await Promise.all(holds.map((h) => h.release()));
   }
 
   /**
@@ -436,6 +519,43 @@ export class ControllerRuntime<T extends KubeObject> {
       throw err;
     }
     return { remove };
+  }
+
+  /**
+   * Queues a primary's key from outside the informers (an external trigger: a webhook, a
+   * message queue, another controller), as kube-rs's `reconcile_on` and controller-runtime's
+   * `source.Channel`. Keys are deduplicated by the work queue: a key queued again before a
+   * worker took it is reconciled once. A key whose object is not in the cache is dropped
+   * when a worker takes it.
+   *
+   * @param key The primary's key, `namespace/name` (`name` for a cluster-scoped kind).
+   * @param cause Counted as the queue-add cause in metrics.
+   * @default cause "trigger"
+   */
+  enqueue(key: string, cause: QueueCause = "trigger"): void {
+    if (this.#stopping) return;
+    this.#add(key, cause);
+  }
+
+  /**
+   * Queues every cached primary, as kube-rs's `reconcile_all_on`: after a change outside the
+   * cluster that every object depends on (a rotated credential, a new config file). The keys
+   * wait behind real changes, as an informer's resync does.
+   *
+   * @param cause Counted as the queue-add cause in metrics.
+   * @returns How many keys were queued.
+   * @default cause "trigger"
+   */
+  reconcileAll(cause: QueueCause = "trigger"): number {
+    if (this.#stopping) return 0;
+    let n = 0;
+    for (const inf of this.#primary) {
+      for (const key of inf.store.keys()) {
+        this.#add(key, cause, LOW_PRIORITY);
+        n++;
+      }
+    }
+    return n;
   }
 
   /**
