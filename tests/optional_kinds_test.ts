@@ -118,6 +118,13 @@ Deno.test("an operator runs without an optional kind and picks it up at run time
     );
     return line?.slice(line.lastIndexOf(" ") + 1);
   };
+  /** The operator's GETs answered 404, from its own client metrics. */
+  const operatorNotFound = async () => {
+    const { body } = await get(`http://127.0.0.1:${metricsPort}/metrics`);
+    return body.split("\n").filter((l) =>
+      l.startsWith('rest_client_requests_total{code="404",method="GET"')
+    ).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  };
   try {
     await t.step("starts without the CRD, is ready and reconciles its primaries", async () => {
       await waitFor(() => reconciled("not served") > 0, {
@@ -187,6 +194,13 @@ Deno.test("an operator runs without an optional kind and picks it up at run time
         what: `c1 reconciled again without Certificates:\n${op.logs()}`,
       });
       assert.equal(await certificateWatches(), 0);
+      // The informer is gone, not retrying: the operator's client gets no 404 over the next
+      // seconds (an informer left behind retries its list or watch of the unknown resource
+      // within about a second: "retrying with backoff, first in 514 ms").
+      assert.equal(op.lines(/runs without Certificate \(cert-manager.io\/v1\)/).length, 1);
+      const notFound = await operatorNotFound();
+      await new Promise((r) => setTimeout(r, 4_000));
+      assert.equal(await operatorNotFound(), notFound, "the operator still asks for Certificates");
     });
   } finally {
     const status = await op.stop();
