@@ -44,6 +44,7 @@
  *
  * @module
  */
+import type { Trigger } from "./external_triggers.ts";
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../client/types.ts";
@@ -430,6 +431,14 @@ export interface ReconcileOptions<T extends KubeObject> {
    * @default the controller name
    */
   fieldManager?: string;
+  /**
+   * Reconciles asked for from outside the cluster: `reconcileOn(iterable)` queues the keys
+   * an async iterable yields, `reconcileAllOn(iterable)` every primary each time it yields —
+   * the equivalent of kube-rs's `reconcile_on` / `reconcile_all_on` and controller-runtime's
+   * `source.Channel`.
+   * @default []
+   */
+  triggers?: readonly Trigger[];
 }
 
 /**
@@ -468,6 +477,8 @@ export interface Controller<T extends KubeObject = any> {
   readonly reconcile: ReconcileOptions<T>["reconcile"];
   /** The finalize function, if any. */
   readonly finalize?: ReconcileOptions<T>["finalize"];
+  /** External triggers, read while the controller runs. */
+  readonly triggers?: readonly Trigger[];
 }
 
 const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -603,5 +614,6 @@ export function reconcile<T extends KubeObject>(
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     fieldManager: options.fieldManager ?? name,
     reconcile: options.reconcile,
+    ...(options.triggers?.length ? { triggers: Object.freeze([...options.triggers]) } : {}),
   });
 }

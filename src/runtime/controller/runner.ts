@@ -100,6 +100,7 @@ import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
 import { settle } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
+import { runTrigger } from "./external_triggers.ts";
 
 export type {
   ControllerMetricsHooks,
@@ -432,6 +433,17 @@ export class ControllerRuntime<T extends KubeObject> {
       workers: this.controller.maxConcurrent,
     });
     for (let i = 0; i < this.controller.maxConcurrent; i++) this.#workers.push(this.#work());
+    for (const trigger of this.controller.triggers ?? []) {
+      void runTrigger(trigger, {
+        enqueue: (key) => this.enqueue(key),
+        reconcileAll: () => void this.reconcileAll(),
+        failed: (error) =>
+          this.#log.error("Controller {controller} stopped reading a trigger: {error}", {
+            controller: this.controller.name,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+      }, this.#stopStart.signal);
+    }
   }
 
   /**

@@ -473,6 +473,26 @@ export class Manager implements AsyncDisposable {
   }
 
   /**
+   * Reconciles every cached primary of a controller (or of every controller) on demand, as
+   * kube-rs's `reconcile_all_on`; the keys wait behind real changes. A standby replica queues
+   * them too, reconciled once it leads.
+   *
+   * @param controller The controller's name.
+   * @default controller every controller
+   * @returns How many keys were queued.
+   * @throws {TypeError} When no controller has that name.
+   */
+  reconcileAll(controller?: string): number {
+    const runtimes = controller === undefined
+      ? this.#runtimes
+      : this.#runtimes.filter((r) => r.controller.name === controller);
+    if (controller !== undefined && !runtimes.length) {
+      throw new TypeError(`Cannot reconcile all of controller "${controller}": no such controller`);
+    }
+    return runtimes.reduce((n, r) => n + r.reconcileAll(), 0);
+  }
+
+  /**
    * The optional kinds (in `owns`, `watches` or `reads`, not built in, not `required`) that
    * controllers run without now, because the API server does not serve them. Each is cached
    * within seconds of its CustomResourceDefinition being established, and dropped again when
