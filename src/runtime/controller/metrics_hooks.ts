@@ -28,6 +28,25 @@ export interface ReconcileSample {
   error?: unknown;
 }
 
+/** One run of a timer or daemon, for metrics. */
+export interface BackgroundSample {
+  /** The controller. */
+  controller: string;
+  /** The primary's key. */
+  key: string;
+  /** A timer (`every`) or a daemon. */
+  kind: "timer" | "daemon";
+  /** Its name. */
+  name: string;
+  /**
+   * `success` (a daemon that ended, also when its signal aborted), `error` (it threw; a daemon
+   * then restarts), `skipped` (a timer's tick while its key was being reconciled).
+   */
+  result: "success" | "error" | "skipped";
+  /** How long it ran, in seconds (0 when skipped). */
+  seconds: number;
+}
+
 /**
  * Why a key was put in the work queue: an event of the primary, an owned or a watched
  * object; a `requeue(ms)`; a failed reconcile's backoff; or the end of a wait for the cache
@@ -78,6 +97,10 @@ export interface ControllerMetricsHooks {
    * until it is found served, then at each change (its CRD established or deleted).
    */
   kindServed?(controller: string, kind: Resource<any>, served: boolean): void;
+  /** A timer or daemon run ended (or a timer's tick was skipped). */
+  background?(sample: BackgroundSample): void;
+  /** A daemon started (`+1`) or ended (`-1`). */
+  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
   /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
   workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
 }

@@ -45,6 +45,7 @@
  * @module
  */
 import type { Trigger } from "./external_triggers.ts";
+import type { Daemon, Timer } from "./timers.ts";
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../client/types.ts";
@@ -439,6 +440,18 @@ export interface ReconcileOptions<T extends KubeObject> {
    * @default []
    */
   triggers?: readonly Trigger[];
+  /**
+   * Functions run on every cached primary at an interval, `every(ms, fn)` — kopf's timers;
+   * a tick is skipped while its key is being reconciled.
+   * @default []
+   */
+  timers?: readonly Timer<T>[];
+  /**
+   * One long-running task per cached primary, `daemon(fn)` — kopf's daemons; its signal
+   * aborts when the object is deleted, leadership or the shard is lost, or on shutdown.
+   * @default []
+   */
+  daemons?: readonly Daemon<T>[];
 }
 
 /**
@@ -479,6 +492,10 @@ export interface Controller<T extends KubeObject = any> {
   readonly finalize?: ReconcileOptions<T>["finalize"];
   /** External triggers, read while the controller runs. */
   readonly triggers?: readonly Trigger[];
+  /** Timers, run per cached primary while the controller runs. */
+  readonly timers?: readonly Timer<T>[];
+  /** Daemons, one task per cached primary while the controller runs. */
+  readonly daemons?: readonly Daemon<T>[];
 }
 
 const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -615,5 +632,7 @@ export function reconcile<T extends KubeObject>(
     fieldManager: options.fieldManager ?? name,
     reconcile: options.reconcile,
     ...(options.triggers?.length ? { triggers: Object.freeze([...options.triggers]) } : {}),
+    ...(options.timers?.length ? { timers: Object.freeze([...options.timers]) } : {}),
+    ...(options.daemons?.length ? { daemons: Object.freeze([...options.daemons]) } : {}),
   });
 }

@@ -101,6 +101,7 @@ import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.t
 import { settle } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
 import { runTrigger } from "./external_triggers.ts";
+import { Background } from "./_background.ts";
 
 export type {
   ControllerMetricsHooks,
@@ -228,6 +229,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #optional = new Map<string, { kind: CachedKind; holds?: InformerHold<any>[] }>();
   // Read-your-own-writes and echo filtering.
   readonly #writes: OwnWriteTracker;
+  // Timers and daemons per cached primary.
+  readonly #background: Background<T>;
   #active = 0;
   #started = false;
   #stopping = false;
@@ -291,6 +294,18 @@ export class ControllerRuntime<T extends KubeObject> {
       add: (key, cause, priority) => this.#add(key, cause, priority),
     });
     this.#owned = new Set(controller.owns.map((res) => kindKey(res)));
+    this.#background = new Background<T>({
+      controller: controller.name,
+      timers: controller.timers ?? [],
+      daemons: controller.daemons ?? [],
+      clock: this.#clock,
+      log: this.#log,
+      client: this.#client,
+      metrics: this.#metrics,
+      get: (key) => this.#get(key),
+      reconciling: (key) => this.#inFlight.has(key),
+      cache: (namespace) => this.#reader.withDefaultNamespace(namespace),
+    });
     for (const kind of controller.caches) {
       const key = kindKey(kind.resource);
       if (!this.#optional.has(key)) this.#wired.set(key, this.#wire(kind));
@@ -433,6 +448,7 @@ export class ControllerRuntime<T extends KubeObject> {
       workers: this.controller.maxConcurrent,
     });
     for (let i = 0; i < this.controller.maxConcurrent; i++) this.#workers.push(this.#work());
+    this.#background.start(this.#primary.flatMap((inf) => inf.store.keys()));
     for (const trigger of this.controller.triggers ?? []) {
       void runTrigger(trigger, {
         enqueue: (key) => this.enqueue(key),
@@ -451,11 +467,16 @@ export class ControllerRuntime<T extends KubeObject> {
    * in-flight reconciles. After the deadline their `ctx.signal` is aborted and this returns
    * without them. Calling it again waits again.
    *
-   * @param timeoutMs How long to wait for in-flight reconciles.
+   * @param timeoutMs How long to wait for in-flight reconciles (and for daemons to end).
+   * @param why Why, for the daemons' signal: `"leadership lost"`, `"shutting down"`.
    * @returns `true` when every in-flight reconcile finished in time.
    */
-  async stop(timeoutMs = 30_000): Promise<boolean> {
+  async stop(timeoutMs = 30_000, why = "the controller stopped"): Promise<boolean> {
     this.#stopping = true;
+    const background = this.#background.stop(
+      timeoutMs,
+      `Controller "${this.controller.name}" stopped: ${why}`,
+    );
     this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
     for (const unsubscribe of this.#wired.values()) unsubscribe();
     this.#wired.clear();
@@ -465,7 +486,7 @@ export class ControllerRuntime<T extends KubeObject> {
     const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
       true
     );
-    const ok = await Promise.race([drained, timedOut]);
+    const ok = await Promise.race([drained, timedOut]) && await background;
     timeout.abort();
     if (!ok) {
       this.#log.warn(
@@ -669,6 +690,8 @@ export class ControllerRuntime<T extends KubeObject> {
   #onPrimary(kind: string, ev: ObjectEvent<T>, info: InformerEventInfo): void {
     const key = enqueueSelf(ev);
     const echoes = this.#writes.observe(kind, ev);
+    if (ev.type === "deleted") this.#background.gone(key);
+    else this.#background.seen(key);
     if (ev.type === "deleted") {
       this.#memory.forgetStatus(key);
       this.#writes.forget(key);
@@ -745,6 +768,9 @@ export class ControllerRuntime<T extends KubeObject> {
 
   /** Reconciles `key`: reads it from the cache, builds its context, runs it, acts on the end. */
   async #process(key: string): Promise<void> {
+    // A timer call running for this key ends first: the two never overlap.
+    const timer = this.#background.hold(key);
+    if (timer) await timer;
     const cached = this.#get(key);
     if (!cached) {
       this.queue.forget(key);

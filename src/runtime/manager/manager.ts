@@ -643,7 +643,8 @@ export class Manager implements AsyncDisposable {
         start: ({ signal }) => r.start(signal),
         stop: async (reason) => {
           const timeoutMs = reason === "urgent" ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
-          if (!await r.stop(timeoutMs)) this.#late = true;
+          const why = reason === "urgent" ? "leadership lost" : "shutting down";
+          if (!await r.stop(timeoutMs, why)) this.#late = true;
         },
       });
     }
