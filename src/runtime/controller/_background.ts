@@ -185,11 +185,13 @@ export class Background<T extends KubeObject> {
         await d.fn(structuredClone(obj), ctx);
         const seconds = (performance.now() - started) / 1000;
         this.#sample(key, "daemon", d.name, "success", seconds);
-        ctx.log.info("Daemon {daemon} of {key} ended{why}", {
-          daemon: d.name,
-          key,
-          why: signal.aborted ? `: ${reasonOf(signal)}` : "",
-        });
+        if (signal.aborted) {
+          ctx.log.info("Daemon {daemon} of {key} ended: {why}", {
+            daemon: d.name,
+            key,
+            why: reasonOf(signal),
+          });
+        } else ctx.log.info("Daemon {daemon} of {key} returned", { daemon: d.name, key });
         return;
       } catch (err) {
         const seconds = (performance.now() - started) / 1000;
