@@ -104,6 +104,7 @@ import { runTrigger } from "./external_triggers.ts";
 import { Background } from "./_background.ts";
 
 export type {
+  BackgroundSample,
   ControllerMetricsHooks,
   QueueCause,
   ReconcileOutcome,
