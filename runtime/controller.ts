@@ -52,7 +52,7 @@ export {
   reconcileAllOn,
   reconcileOn,
   type Trigger,
-} from "../src/runtime/controller/external_triggers.ts";
+} from "../src/runtime/source/external_triggers.ts";
 export {
   type BackgroundContext,
   type Daemon,
@@ -61,7 +61,7 @@ export {
   every,
   type EveryOptions,
   type Timer,
-} from "../src/runtime/controller/timers.ts";
+} from "../src/runtime/source/timers.ts";
 export {
   and,
   annotationsChanged,

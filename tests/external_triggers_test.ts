@@ -8,7 +8,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
-import { reconcileAllOn, reconcileOn } from "../src/runtime/controller/external_triggers.ts";
+import { reconcileAllOn, reconcileOn } from "../src/runtime/source/external_triggers.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 /** An async iterable the test pushes to; `taken` counts the items read from it. */

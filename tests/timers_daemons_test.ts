@@ -8,7 +8,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { createManager, LeadershipLostError } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
-import { daemon, every } from "../src/runtime/controller/timers.ts";
+import { daemon, every } from "../src/runtime/source/timers.ts";
 import { startExample, uniqueName, waitFor } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/daemon_operator.ts", import.meta.url).pathname;
@@ -91,7 +91,7 @@ Deno.test("timers and daemons per object", async (t) => {
       await done;
     }
     // The schedule itself (1, 2, 4... times backoffMs) is checked on a fake clock in
-    // src/runtime/controller/_background_test.ts; here it is only shown.
+    // src/runtime/source/background_test.ts; here it is only shown.
     const gaps = starts.slice(1, 5).map((at, i) => at - starts[i]);
     console.log(`restart gaps (backoff 100 ms doubling to 400 ms): ${gaps.join(", ")} ms`);
   });

@@ -7,6 +7,9 @@
  */
 import type { WorkQueueMetrics } from "../queue/workqueue.ts";
 import type { Resource } from "../../core/resource.ts";
+import type { BackgroundMetrics, BackgroundSample } from "../source/timers.ts";
+
+export type { BackgroundSample };
 
 /**
  * How a reconcile ended, as the `result` label of reconcile metrics: `requeue` for
@@ -26,25 +29,6 @@ export interface ReconcileSample {
   seconds: number;
   /** The error, for `error` and `terminal`. */
   error?: unknown;
-}
-
-/** One run of a timer or daemon, for metrics. */
-export interface BackgroundSample {
-  /** The controller. */
-  controller: string;
-  /** The primary's key. */
-  key: string;
-  /** A timer (`every`) or a daemon. */
-  kind: "timer" | "daemon";
-  /** Its name. */
-  name: string;
-  /**
-   * `success` (a daemon that ended, also when its signal aborted), `error` (it threw; a daemon
-   * then restarts), `skipped` (a timer's tick while its key was being reconciled).
-   */
-  result: "success" | "error" | "skipped";
-  /** How long it ran, in seconds (0 when skipped). */
-  seconds: number;
 }
 
 /**
@@ -69,7 +53,7 @@ export type QueueCause =
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
  * synchronously; they must be cheap and must not throw.
  */
-export interface ControllerMetricsHooks {
+export interface ControllerMetricsHooks extends BackgroundMetrics {
   /** A key was put in the queue, and why: `kubeno_controller_queue_adds_total{cause}`. */
   queued?(controller: string, cause: QueueCause): void;
   /**
@@ -97,10 +81,6 @@ export interface ControllerMetricsHooks {
    * until it is found served, then at each change (its CRD established or deleted).
    */
   kindServed?(controller: string, kind: Resource<any>, served: boolean): void;
-  /** A timer or daemon run ended (or a timer's tick was skipped). */
-  background?(sample: BackgroundSample): void;
-  /** A daemon started (`+1`) or ended (`-1`). */
-  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
   /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
   workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
 }

@@ -44,8 +44,8 @@
  *
  * @module
  */
-import type { Trigger } from "./external_triggers.ts";
-import type { Daemon, Timer } from "./timers.ts";
+import type { Trigger } from "../source/external_triggers.ts";
+import type { Daemon, Timer } from "../source/timers.ts";
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../client/types.ts";

@@ -100,8 +100,8 @@ import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
 import { settle } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
-import { runTrigger } from "./external_triggers.ts";
-import { Background } from "./_background.ts";
+import { runTrigger } from "../source/external_triggers.ts";
+import { Background } from "../source/background.ts";
 
 export type {
   BackgroundSample,

@@ -47,7 +47,7 @@ export interface Trigger {
  *
  * @example Reconciling what a queue names
  * ```ts
- * import { reconcile } from "./reconcile.ts";
+ * import { reconcile } from "../controller/reconcile.ts";
  * import { reconcileOn } from "./external_triggers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * async function* fromQueue() {
@@ -75,7 +75,7 @@ export function reconcileOn(source: AsyncIterable<string | ObjectName>): Trigger
  *
  * @example Reconciling everything when a file changes
  * ```ts ignore — watches a file until the process ends
- * import { reconcile } from "./reconcile.ts";
+ * import { reconcile } from "../controller/reconcile.ts";
  * import { reconcileAllOn } from "./external_triggers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {

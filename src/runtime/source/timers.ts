@@ -60,6 +60,33 @@ export interface BackgroundContext<T extends KubeObject> {
   current(): T | undefined;
 }
 
+/** One run of a timer or daemon, for metrics. */
+export interface BackgroundSample {
+  /** The controller. */
+  controller: string;
+  /** The primary's key. */
+  key: string;
+  /** A timer (`every`) or a daemon. */
+  kind: "timer" | "daemon";
+  /** Its name. */
+  name: string;
+  /**
+   * `success` (a daemon that ended, also when its signal aborted), `error` (it threw; a daemon
+   * then restarts), `skipped` (a timer's tick while its key was being reconciled).
+   */
+  result: "success" | "error" | "skipped";
+  /** How long it ran, in seconds (0 when skipped). */
+  seconds: number;
+}
+
+/** The metrics hooks of timers and daemons (part of the controller's metrics hooks). */
+export interface BackgroundMetrics {
+  /** A timer or daemon run ended (or a timer's tick was skipped). */
+  background?(sample: BackgroundSample): void;
+  /** A daemon started (`+1`) or ended (`-1`). */
+  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
+}
+
 /** A timer: see {@linkcode every}. */
 export interface Timer<T extends KubeObject = any> {
   /** Its name, in logs and metrics. */
@@ -100,7 +127,7 @@ export interface EveryOptions {
  *
  * @example Checking each object every 30 seconds
  * ```ts
- * import { reconcile } from "./reconcile.ts";
+ * import { reconcile } from "../controller/reconcile.ts";
  * import { every } from "./timers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {
@@ -169,7 +196,7 @@ export interface DaemonOptions {
  *
  * @example Polling an external system per object
  * ```ts
- * import { reconcile } from "./reconcile.ts";
+ * import { reconcile } from "../controller/reconcile.ts";
  * import { daemon } from "./timers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {

@@ -1,25 +1,42 @@
-// The per-object tasks of a running controller: its timers (`every`) and daemons (`daemon`),
-// started for each cached primary once the workers run and stopped when the object leaves the
-// cache or the controller stops. See timers.ts for what is promised; the runner feeds this
-// from its primary events and asks `hold` before it reconciles a key.
+/**
+ * `Background`: the per-object tasks of a running controller — its timers (`every`) and
+ * daemons (`daemon`), started for each cached primary once the workers run and stopped when
+ * the object leaves the cache or the controller stops. `timers.ts` says what is promised; the
+ * controller's runner feeds this from its primary events and asks `hold` before it reconciles
+ * a key.
+ *
+ * @module
+ */
 import type { Client } from "../../client/client.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Logger } from "../../util/log.ts";
 import type { CacheReader } from "../cache/reader.ts";
-import type { BackgroundContext, Daemon, Timer } from "./timers.ts";
-import type { BackgroundSample, ControllerMetricsHooks } from "./metrics_hooks.ts";
+import type {
+  BackgroundContext,
+  BackgroundMetrics,
+  BackgroundSample,
+  Daemon,
+  Timer,
+} from "./timers.ts";
 
-/** What the per-object tasks need of the runner. */
+/** What {@linkcode Background} needs of the controller's runner. */
 export interface BackgroundOptions<T extends KubeObject> {
+  /** The controller's name, for logs and metrics. */
   controller: string;
+  /** Its timers. */
   timers: readonly Timer<T>[];
+  /** Its daemons. */
   daemons: readonly Daemon<T>[];
+  /** The time source of intervals and backoffs. */
   clock: Clock;
+  /** The controller's logger. */
   log: Logger;
+  /** The client handed to the functions. */
   client: Client;
-  metrics?: ControllerMetricsHooks;
+  /** Metrics hooks. */
+  metrics?: BackgroundMetrics;
   /** The cached primary of a key. */
   get(key: string): T | undefined;
   /** Whether a reconcile of the key is running. */
@@ -30,7 +47,11 @@ export interface BackgroundOptions<T extends KubeObject> {
   random?: () => number;
 }
 
-/** Timers and daemons of every cached primary. */
+/**
+ * Timers and daemons of every cached primary.
+ *
+ * @typeParam T The primary object type.
+ */
 export class Background<T extends KubeObject> {
   readonly #o: BackgroundOptions<T>;
   // Per key: what aborts its tasks, and the tasks running.
@@ -40,6 +61,11 @@ export class Background<T extends KubeObject> {
   readonly #stop = new AbortController();
   #started = false;
 
+  /**
+   * Creates the tasks' owner; nothing runs before `start`.
+   *
+   * @param options The timers, daemons and what they need of the runner.
+   */
   constructor(options: BackgroundOptions<T>) {
     this.#o = options;
   }
