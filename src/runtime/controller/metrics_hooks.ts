@@ -7,7 +7,7 @@
  */
 import type { WorkQueueMetrics } from "../queue/workqueue.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { BackgroundMetrics, BackgroundSample } from "../source/timers.ts";
+import type { BackgroundSample } from "../source/timers.ts";
 
 export type { BackgroundSample };
 
@@ -53,7 +53,7 @@ export type QueueCause =
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
  * synchronously; they must be cheap and must not throw.
  */
-export interface ControllerMetricsHooks extends BackgroundMetrics {
+export interface ControllerMetricsHooks {
   /** A key was put in the queue, and why: `kubeno_controller_queue_adds_total{cause}`. */
   queued?(controller: string, cause: QueueCause): void;
   /**
@@ -81,6 +81,10 @@ export interface ControllerMetricsHooks extends BackgroundMetrics {
    * until it is found served, then at each change (its CRD established or deleted).
    */
   kindServed?(controller: string, kind: Resource<any>, served: boolean): void;
+  /** A timer or daemon run ended (or a timer's tick was skipped). */
+  background?(sample: BackgroundSample): void;
+  /** A daemon started (`+1`) or ended (`-1`). */
+  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
   /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
   workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
 }

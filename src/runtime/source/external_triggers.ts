@@ -61,7 +61,9 @@ export interface Trigger {
  * if (controller.triggers?.[0].kind !== "keys") throw new Error();
  * ```
  */
-export function reconcileOn(source: AsyncIterable<string | ObjectName>): Trigger {
+export function reconcileOn(
+  source: AsyncIterable<string | { namespace?: string; name: string }>,
+): Trigger {
   return Object.freeze({ kind: "keys", source: check(source, "reconcileOn") });
 }
 
