@@ -452,6 +452,16 @@ export interface ReconcileOptions<T extends KubeObject> {
    * @default []
    */
   daemons?: readonly Daemon<T>[];
+  /**
+   * Watches decided at run time, e.g. from a config object: called with the controller's
+   * cache after each reconcile, it returns the watches wanted now; the runtime adds those of a
+   * kind it does not cache yet and drops those it added that are no longer returned — the
+   * equivalent of controller-runtime's `Controller.Watch` after start. Entries are matched by
+   * kind: one returned again keeps the map function and scope it was added with. RBAC cannot
+   * be derived for these kinds; grant it with the operator's `rules`.
+   * @default no run-time watches
+   */
+  watchesFrom?: (cache: CacheReader) => readonly WatchSpec<any>[];
 }
 
 /**
@@ -496,6 +506,8 @@ export interface Controller<T extends KubeObject = any> {
   readonly timers?: readonly Timer<T>[];
   /** Daemons, one task per cached primary while the controller runs. */
   readonly daemons?: readonly Daemon<T>[];
+  /** Watches decided at run time from the cache, after each reconcile. */
+  readonly watchesFrom?: ReconcileOptions<T>["watchesFrom"];
 }
 
 const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -634,5 +646,6 @@ export function reconcile<T extends KubeObject>(
     ...(options.triggers?.length ? { triggers: Object.freeze([...options.triggers]) } : {}),
     ...(options.timers?.length ? { timers: Object.freeze([...options.timers]) } : {}),
     ...(options.daemons?.length ? { daemons: Object.freeze([...options.daemons]) } : {}),
+    ...(options.watchesFrom ? { watchesFrom: options.watchesFrom } : {}),
   });
 }

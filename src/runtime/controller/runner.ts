@@ -230,6 +230,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #optional = new Map<string, { kind: CachedKind; holds?: InformerHold<any>[] }>();
   // Read-your-own-writes and echo filtering.
   readonly #writes: OwnWriteTracker;
+  // Watches added from `watchesFrom`, by kind key: what `addWatch` returned.
+  readonly #dynamic = new Map<string, Promise<{ remove(): Promise<void> } | undefined>>();
   // Timers and daemons per cached primary.
   readonly #background: Background<T>;
   #active = 0;
@@ -805,6 +807,46 @@ export class ControllerRuntime<T extends KubeObject> {
       log,
       warn: (reason, message) => this.#events.warning(obj, reason, message),
     });
+    this.#syncWatches();
+  }
+
+  /**
+   * Adds the watches `watchesFrom` wants now and drops those it no longer returns. A kind the
+   * controller caches otherwise is left alone; one whose watch cannot start is logged and
+   * tried again after the next reconcile.
+   */
+  #syncWatches(): void {
+    const from = this.controller.watchesFrom;
+    if (!from || this.#stopping) return;
+    let wanted: readonly WatchSpec[];
+    try {
+      wanted = from(this.#reader);
+    } catch (err) {
+      this.#log.error("Controller {controller} cannot choose its watches: {error}", {
+        controller: this.controller.name,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return;
+    }
+    const keys = new Map(wanted.map((w) => [kindKey(w.resource), w]));
+    for (const [key, spec] of keys) {
+      if (this.#dynamic.has(key) || this.#sources.has(key)) continue;
+      const added = this.addWatch(spec).catch((err) => {
+        this.#log.error("Controller {controller} cannot watch {kind}: {error}", {
+          controller: this.controller.name,
+          kind: `${spec.resource.kind} (${spec.resource.apiVersion})`,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        this.#dynamic.delete(key);
+        return undefined;
+      });
+      this.#dynamic.set(key, added);
+    }
+    for (const [key, added] of this.#dynamic) {
+      if (keys.has(key)) continue;
+      this.#dynamic.delete(key);
+      void added.then((w) => w?.remove());
+    }
   }
 
   /** The context of one reconcile of `key`, and its logger. */
