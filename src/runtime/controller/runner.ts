@@ -25,6 +25,12 @@
  * worker takes the next key without waiting for the abandoned call. `stop()` stops taking
  * new keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
  *
+ * With `deferOptional` (the manager's way), optional kinds (`isOptionalKind`) get no informer
+ * until `served(kind, true)`, and lose it on `served(kind, false)`. Keys also come from the
+ * controller's external triggers (`../source/external_triggers.ts`), read once the workers
+ * run; its timers and daemons (`../source/background.ts`) run per cached primary from then
+ * on; `watchesFrom` adds and drops watches after each reconcile.
+ *
  * ## Guarantees
  *
  * - A key is never reconciled by two workers at once (the work queue's promise). With
@@ -357,8 +363,10 @@ export class ControllerRuntime<T extends KubeObject> {
       opt.holds = holds;
       this.#wired.set(key, this.#wire(opt.kind));
       this.#log.info("Controller {controller} caches {kind}: the API server serves it", what);
-      // A reconcile that ran without the kind (e.g. could not apply it) runs again with it.
-      this.reconcileAll("served");
+      // A reconcile that ran without the kind (e.g. could not apply it) runs again with it,
+      // once its cache holds what the server has.
+      void Promise.all(holds.map((h) => h.informer.synced({ signal: this.#stopStart.signal })))
+        .then(() => void this.reconcileAll("served"), () => {});
       return;
     }
     const holds = opt.holds ?? [];
