@@ -137,8 +137,12 @@ Deno.test("timers and daemons per object", async (t) => {
     await client.create(ConfigMap, {
       metadata: { name: "x", namespace: ns, labels: { "daemon.kubeno.dev/watch": "yes" } },
     });
+    const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const metricsPort = l.addr.port;
+    l.close();
     const op = startExample(FIXTURE, [
-      "--metrics-bind-address=0",
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      "--metrics-secure=false",
       "--health-probe-bind-address=0",
       "--watch-namespace",
       ns,
@@ -148,6 +152,13 @@ Deno.test("timers and daemons per object", async (t) => {
       await waitFor(() => op.lines(new RegExp(`Watching ${ns}/x`)).length > 0, {
         what: `the daemon to start:\n${op.logs()}`,
       });
+      // Counted like reconciles: one daemon running.
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const running = metrics.split("\n").find((m) =>
+        m.startsWith('kubeno_controller_daemons_running{controller="watcher",name="watcher"}')
+      );
+      console.log(running);
+      assert.equal(running?.slice(running.lastIndexOf(" ") + 1), "1", metrics);
     } finally {
       status = await op.stop("SIGTERM");
     }
