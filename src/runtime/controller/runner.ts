@@ -604,15 +604,22 @@ export class ControllerRuntime<T extends KubeObject> {
 
   /**
    * Waits until no reconcile of a primary matching `matches` is in flight, e.g. of a share of
-   * the objects that just left this replica's cache (no new reconcile of those starts).
+   * the objects that just left this replica's cache (no new reconcile of those starts), and
+   * ends their timers and daemons (the signal's reason says the shard left) — the drain before
+   * a shard changes hands.
    *
    * @param matches Which primaries to wait for.
-   * @returns A promise that resolves once none is being reconciled.
+   * @returns A promise that resolves once none is being reconciled and their daemons ended.
    */
-  idle(matches: (obj: KubeObject) => boolean): Promise<void> {
+  async idle(matches: (obj: KubeObject) => boolean): Promise<void> {
+    // Their timers and daemons end too: the objects are another replica's now.
+    const left = this.#background.leave(
+      matches,
+      `Controller "${this.controller.name}" stopped: the object's shard left this replica`,
+    );
     const busy = () => [...this.#inFlight.values()].some(matches);
-    if (!busy()) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.add({ busy, resolve }));
+    if (busy()) await new Promise<void>((resolve) => this.#idleWaiters.add({ busy, resolve }));
+    await left;
   }
 
   /**
@@ -702,7 +709,7 @@ export class ControllerRuntime<T extends KubeObject> {
     const key = enqueueSelf(ev);
     const echoes = this.#writes.observe(kind, ev);
     if (ev.type === "deleted") this.#background.gone(key);
-    else this.#background.seen(key);
+    else this.#background.seen(key, ev.object);
     if (ev.type === "deleted") {
       this.#memory.forgetStatus(key);
       this.#writes.forget(key);

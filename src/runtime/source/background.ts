@@ -54,8 +54,11 @@ export interface BackgroundOptions<T extends KubeObject> {
  */
 export class Background<T extends KubeObject> {
   readonly #o: BackgroundOptions<T>;
-  // Per key: what aborts its tasks, and the tasks running.
-  readonly #keys = new Map<string, { abort: AbortController; tasks: Promise<void>[] }>();
+  // Per key: what aborts its tasks, the tasks running, and the object as last seen.
+  readonly #keys = new Map<
+    string,
+    { abort: AbortController; tasks: Promise<void>[]; obj: T | undefined }
+  >();
   // Keys whose timer call is running, and the promise of its end.
   readonly #timerRuns = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
@@ -79,19 +82,21 @@ export class Background<T extends KubeObject> {
   start(keys: Iterable<string>): void {
     if (this.#started || this.#stop.signal.aborted) return;
     this.#started = true;
-    for (const key of keys) this.seen(key);
+    for (const key of keys) this.seen(key, this.#o.get(key));
   }
 
   /** The key's object is cached (added, or modified): start its tasks unless they run. */
-  seen(key: string): void {
-    if (!this.#started || this.#stop.signal.aborted || this.#keys.has(key) || this.empty) return;
+  seen(key: string, obj?: T): void {
+    const known = this.#keys.get(key);
+    if (known) return void (known.obj = obj ?? known.obj);
+    if (!this.#started || this.#stop.signal.aborted || this.empty) return;
     const abort = new AbortController();
     const signal = AbortSignal.any([abort.signal, this.#stop.signal]);
     const tasks = [
       ...this.#o.timers.map((t) => this.#timer(key, t, signal)),
       ...this.#o.daemons.map((d) => this.#daemon(key, d, signal)),
     ];
-    this.#keys.set(key, { abort, tasks });
+    this.#keys.set(key, { abort, tasks, obj: obj ?? this.#o.get(key) });
   }
 
   /** The key's object left the cache: abort its tasks. */
@@ -100,6 +105,21 @@ export class Background<T extends KubeObject> {
     if (!k) return;
     this.#keys.delete(key);
     k.abort.abort(new DOMException(`Object "${key}" was deleted`, "AbortError"));
+  }
+
+  /**
+   * Objects leave this replica without being deleted (their shard moves to another replica):
+   * aborts the tasks of those matching, as last seen, and resolves once those ended.
+   */
+  async leave(matches: (obj: T) => boolean, reason: string): Promise<void> {
+    const ended: Promise<void>[] = [];
+    for (const [key, k] of this.#keys) {
+      if (!k.obj || !matches(k.obj)) continue;
+      this.#keys.delete(key);
+      k.abort.abort(new DOMException(reason, "AbortError"));
+      ended.push(...k.tasks);
+    }
+    await Promise.all(ended);
   }
 
   /** What a reconcile of `key` waits for first: the timer call running for it, if any. */

@@ -132,3 +132,22 @@ Deno.test("a throwing daemon is restarted with backoff", async () => {
   assert.equal(t.samples.filter((s) => s.result === "error").length, 6);
   await t.bg.stop(0, "test");
 });
+
+Deno.test("objects leaving this replica end their daemons, as last seen", async () => {
+  const reasons = new Map<string, string>();
+  const t = setup({
+    daemons: [daemon(async (_obj, ctx) => {
+      await new Promise<void>((r) => ctx.signal.addEventListener("abort", () => r()));
+      reasons.set(ctx.key, (ctx.signal.reason as Error).message);
+    })],
+  });
+  t.bg.start([]);
+  t.add("ns/a");
+  t.add("ns/b");
+  // The shard filter drops them from the cache silently: no delete.
+  t.objects.clear();
+  await t.bg.leave((obj) => obj.metadata.name === "a", "the shard left");
+  assert.equal(reasons.get("ns/a"), "the shard left");
+  assert.equal(reasons.has("ns/b"), false);
+  await t.bg.stop(0, "test");
+});
