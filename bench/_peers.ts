@@ -152,6 +152,14 @@ export async function warmUpKubeno(): Promise<void> {
 export type Operator = "kubeno" | "kubeno-fifo" | "controller-runtime" | "kube-rs";
 
 /**
+ * The V8 heap flags an operator runs with as deployed: what the generated Deployment's
+ * `DENO_V8_FLAGS` carries for its 256Mi memory limit (issue 29 part 1, `heapBudget`: old space
+ * 144 MiB, semi-spaces 4 MiB instead of V8's 16–32). kubeno's operator contenders run with
+ * them; the Go and Rust peers run as their Deployments would, with their runtimes' defaults.
+ */
+export const DEPLOYED_V8_FLAGS = "--max-old-space-size=144,--max-semi-space-size=4";
+
+/**
  * The converge contenders (operators); `limit` exits its work and waits for SIGTERM.
  * `kubeno-fifo` is kubeno with `createManager({ priorityQueue: false })`.
  */
@@ -168,6 +176,7 @@ export function operatorCommand(
       args: [
         "run",
         "-A",
+        `--v8-flags=${DEPLOYED_V8_FLAGS}`,
         `${BENCH}kubeno_converge.ts`,
         "--kubeconfig",
         kubeconfig,

@@ -2,7 +2,7 @@
 // step, under a watchdog that only counts while the stream waits for the server.
 import type { RawWatchEvent } from "../../client/types.ts";
 import type { KubeObject } from "../../core/object.ts";
-import { abortable, Watchdog } from "./_deadline.ts";
+import { Watchdog } from "./_deadline.ts";
 import { openRequest, STALLED, stalled, stallMs, type WatchContext } from "./_context.ts";
 
 /** An open watch (a watch-list with `sync`), counted in the stats until closed. */
@@ -13,6 +13,12 @@ export class WatchRequest<T extends KubeObject> {
   readonly #dog: Watchdog;
   readonly #it: AsyncIterator<RawWatchEvent<T>>;
   readonly #started: number;
+  /**
+   * Rejects with the signal's reason once the request is aborted. One promise for the whole
+   * request, raced against each event: an abort listener added and removed per event cost
+   * more than decoding a small event.
+   */
+  readonly #aborted: Promise<never>;
   #events = 0;
   #connected = false;
   #closed = false;
@@ -22,6 +28,11 @@ export class WatchRequest<T extends KubeObject> {
     this.#started = ctx.clock.now();
     ctx.stats.watchRequests++;
     this.#close = openRequest(ctx, this.#ctl);
+    const signal = this.#ctl.signal;
+    this.#aborted = new Promise<never>((_, reject) =>
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true })
+    );
+    this.#aborted.catch(() => {});
     this.#dog = new Watchdog(ctx.clock, stallMs(ctx), () => this.#ctl.abort(STALLED));
     const sync = "sync" in from;
     const { namespace, labelSelector, fieldSelector, shardSelector, timeoutSeconds } = ctx.options;
@@ -66,7 +77,11 @@ export class WatchRequest<T extends KubeObject> {
   async next(): Promise<IteratorResult<RawWatchEvent<T>>> {
     this.#dog.poke();
     try {
-      const next = await abortable(this.#it.next(), this.#ctl.signal);
+      const signal = this.#ctl.signal;
+      if (signal.aborted) throw signal.reason;
+      const pending = this.#it.next();
+      pending.catch(() => {});
+      const next = await Promise.race([pending, this.#aborted]);
       if (!next.done) this.#events++;
       this.#dog.suspend();
       return next;
