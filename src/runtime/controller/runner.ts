@@ -96,10 +96,12 @@ import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from "../queue/workqueue.ts
 import { type ContextHandle, createContext } from "./_context.ts";
 import { appliedKey, WriteMemory } from "./_write_memory.ts";
 import { isSharded, OwnWriteTracker, trackKey } from "./_own_write_tracker.ts";
-import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
+import type { ControllerMetricsHooks, QueueCause, ReconcileOutcome } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
-import { settle } from "./_outcome.ts";
+import { settle, type Settled } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
+import { activeLink, inSpan, tracing } from "../../util/trace.ts";
+import { TriggerLinks } from "./_trigger_links.ts";
 
 export type {
   ControllerMetricsHooks,
@@ -217,6 +219,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #sources = new Map<string, CachedSource>();
   // Read-your-own-writes and echo filtering.
   readonly #writes: OwnWriteTracker;
+  // What queued each key since its last reconcile, as span links (only when tracing).
+  readonly #triggers = new TriggerLinks();
   #active = 0;
   #started = false;
   #stopping = false;
@@ -577,6 +581,7 @@ export class ControllerRuntime<T extends KubeObject> {
 
   #add(key: string, cause: QueueCause, priority?: number): void {
     this.#metrics?.queued?.(this.controller.name, cause);
+    if (tracing()) this.#triggers.add(key, activeLink());
     this.queue.add(key, priority === undefined ? undefined : { priority });
   }
 
@@ -623,9 +628,42 @@ export class ControllerRuntime<T extends KubeObject> {
     if (!cached) {
       this.queue.forget(key);
       this.#writes.forget(key);
+      this.#triggers.take(key);
       return;
     }
     if (!this.#writes.caughtUp(key)) return;
+    // One span per reconcile, in the trace of the first event that queued it and linked to
+    // every one merged into it; its API calls, finalizer and logs are inside it.
+    const triggers = this.#triggers.take(key);
+    const reconcileID = crypto.randomUUID();
+    await inSpan("reconcile", () => ({
+      "kubeno.controller": this.controller.name,
+      "kubeno.key": key,
+      "kubeno.reconcile_id": reconcileID,
+      "k8s.kind": this.controller.resource.kind,
+      "k8s.namespace.name": cached.metadata.namespace,
+      "k8s.object.name": cached.metadata.name,
+      "kubeno.reconcile.triggers": triggers.count,
+    }), async (span) => {
+      const { result, settled } = await this.#reconcileOnce(key, cached, reconcileID);
+      span.set({
+        "kubeno.reconcile.result": result,
+        "kubeno.reconcile.requeue_after_ms": settled.ok
+          ? settled.result?.requeueAfterMs
+          : undefined,
+      });
+      if (!settled.ok) span.error(settled.error);
+      // A requeue or retry is what queues the next reconcile: it links back to this one.
+      if (result !== "success" && result !== "terminal") this.#triggers.add(key, span.link());
+    }, { links: triggers.links, parentFirstLink: true, root: true });
+  }
+
+  /** One attempt at `key`: its context, the bounded run, the outcome switch. */
+  async #reconcileOnce(
+    key: string,
+    cached: T,
+    reconcileID: string,
+  ): Promise<{ result: ReconcileOutcome; settled: Settled }> {
     // In flight from the moment it was read from the cache, with no await in between: a
     // share leaving the cache either takes this object out first or waits for it.
     this.#inFlight.set(key, cached);
@@ -641,17 +679,18 @@ export class ControllerRuntime<T extends KubeObject> {
       clock: this.#clock,
       signal: this.#abort.signal,
     });
-    const { handle, log } = this.#context(key, obj, cached, attempt.signal);
+    const { handle, log } = this.#context(key, obj, cached, attempt.signal, reconcileID);
     const started = performance.now();
     const settled = await attempt.run(() => this.#run(obj, handle));
     if (attempt.timedOut) this.#metrics?.timeout?.(this.controller.name);
-    settle(key, settled, started, {
+    const result = settle(key, settled, started, {
       controller: this.controller.name,
       queue: this.queue,
       metrics: this.#metrics,
       log,
       warn: (reason, message) => this.#events.warning(obj, reason, message),
     });
+    return { result, settled };
   }
 
   /** The context of one reconcile of `key`, and its logger. */
@@ -660,6 +699,7 @@ export class ControllerRuntime<T extends KubeObject> {
     obj: T,
     cached: T,
     signal: AbortSignal,
+    reconcileID: string,
   ): { handle: ContextHandle<T>; log: Logger } {
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
@@ -667,7 +707,7 @@ export class ControllerRuntime<T extends KubeObject> {
       controller: c.name,
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name,
-      reconcileID: crypto.randomUUID(),
+      reconcileID,
       key,
     });
     const handle = createContext({
