@@ -152,12 +152,13 @@ export function inSpan<R>(
 ): R {
   if (!tracing()) return fn(NOOP_SPAN);
   const attrs = clean(typeof attributes === "function" ? attributes() : attributes);
-  const links: Link[] = (options.links ?? []).map((l) => ({
+  let links: Link[] = (options.links ?? []).map((l) => ({
     context: l as unknown as SpanContext,
   }));
   let parent = context.active();
   if (options.parentFirstLink && links.length > 0) {
     parent = trace.setSpanContext(parent, links[0].context);
+    links = links.slice(1);
   } else if (options.root) parent = trace.deleteSpan(parent);
   const span = tracer!.startSpan(
     name,

@@ -632,8 +632,9 @@ export class ControllerRuntime<T extends KubeObject> {
       return;
     }
     if (!this.#writes.caughtUp(key)) return;
-    // One span per reconcile, in the trace of the first event that queued it and linked to
-    // every one merged into it; its API calls, finalizer and logs are inside it.
+    // One span per reconcile: a child of the first event that queued it (its trace), linked
+    // to every later one the work queue merged into it; its API calls, finalizer and logs
+    // are inside it.
     const triggers = this.#triggers.take(key);
     const reconcileID = crypto.randomUUID();
     await inSpan("reconcile", () => ({
