@@ -96,7 +96,7 @@ const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: Sp
 // What an unset global answers: a proxy over the shared no-op provider.
 const NOOP_DELEGATE = new ProxyTracerProvider().getDelegate();
 
-let provider: TracerProvider | undefined;
+let delegate: TracerProvider | undefined;
 let tracer: Tracer | undefined;
 
 /**
@@ -113,11 +113,13 @@ let tracer: Tracer | undefined;
  * ```
  */
 export function tracing(): boolean {
+  // Deno registers its provider as the global one; an SDK set through the API sits behind
+  // the API's proxy, which stays the same object when its delegate changes.
   const p = trace.getTracerProvider();
-  if (p !== provider) {
-    provider = p;
-    const on = !(p instanceof ProxyTracerProvider) || p.getDelegate() !== NOOP_DELEGATE;
-    tracer = on ? p.getTracer("kubeno") : undefined;
+  const d = p instanceof ProxyTracerProvider ? p.getDelegate() : p;
+  if (d !== delegate) {
+    delegate = d;
+    tracer = d === NOOP_DELEGATE ? undefined : p.getTracer("kubeno");
   }
   return tracer !== undefined;
 }
