@@ -32,6 +32,9 @@ security contexts), the CRDs under crds/ and templates for the rest. With its de
 the chart renders the objects printed here, without the Namespace (helm install
 --create-namespace makes it). --image and --watch-namespace set the values' defaults.
 
+With --service-monitor, adds a ServiceMonitor (Prometheus Operator) that scrapes /metrics
+over HTTPS with its service-account token; bind <name>-metrics-reader to Prometheus.
+
 With --grafana, prints a Grafana dashboard (JSON, for Grafana's import) of the operator's
 metrics instead: reconcile rate, errors and duration per controller, work-queue depth per
 priority and latency, cache sizes, webhook latency, leader election and shard ownership.`,
@@ -42,6 +45,11 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       type: "string",
       valueName: "DIR",
       description: "Write a Helm chart of the operator into DIR",
+    },
+    {
+      name: "service-monitor",
+      type: "boolean",
+      description: "Add a ServiceMonitor for the Prometheus Operator (monitoring.coreos.com/v1)",
     },
     {
       name: "grafana",
@@ -93,6 +101,7 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       webhooks: ctx.def.webhooks,
       rules: ctx.def.rules,
       renewDeadlineMs: ctx.def.sharding?.renewDeadlineMs ?? ctx.def.leaderElection.renewDeadlineMs,
+      serviceMonitor: ctx.flags["service-monitor"] === true,
       ...(ctx.def.sharding ? { sharding: { replicas: ctx.def.sharding.replicas } } : {}),
     };
     if (typeof ctx.flags.helm === "string") {
