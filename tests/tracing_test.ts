@@ -201,7 +201,7 @@ Deno.test({
       }
     });
 
-    await t.step("log records of that work carry its trace and span ids", async () => {
+    await t.step("log records of that work carry its trace and span ids", () => {
       const records = operator.logs().split("\n").filter((l) => l.startsWith("{")).map((l) =>
         JSON.parse(l) as Record<string, unknown>
       );
