@@ -235,6 +235,10 @@ Deno.test({
         }
       }, { timeoutMs: 30_000, intervalMs: 500, what: "the finalize span in Jaeger" });
       assert.equal(tag(cleanup.span, "kubeno.finalizer"), "apps.kubeno.dev/cleanup");
+      // What triggered it: the watch event of the deletion (deletionTimestamp set: modified).
+      const trigger = parentOf(cleanup.trace, cleanup.reconcile);
+      assert.equal(trigger?.operationName, "watch event");
+      assert.equal(tag(trigger!, "kubeno.watch.event"), "modified");
       // "Cleaned up" is logged by the user's finalize, inside that span.
       const line = await waitFor(
         () => operator.lines(/Cleaned up default\/myapp-sample/).map((l) => JSON.parse(l)).at(0),
