@@ -67,20 +67,20 @@ export interface Span {
 /** Options of {@linkcode inSpan}. */
 export interface InSpanOptions {
   /**
-   * Spans this one follows from (bounded by the caller); the first is also its parent when
-   * `parentFirstLink`.
+   * Spans this one follows from (bounded by the caller). Do not repeat `parent` here: a link
+   * to the parent reads as "follows from" rather than "child of" in backends that keep one
+   * reference per span (Jaeger's model overrides the parent's reference with the link's).
    * @default none
    */
   links?: readonly SpanLink[];
   /**
-   * Make the first link the parent: the work joins the trace of what caused it (a reconcile
-   * in the trace of the watch event that queued it). Without it, the span is a child of the
-   * active span.
-   * @default false
+   * The parent, instead of the active span: the work joins the trace of what caused it (a
+   * reconcile in the trace of the watch event that queued it).
+   * @default the active span
    */
-  parentFirstLink?: boolean;
+  parent?: SpanLink;
   /**
-   * Start a new trace, whatever span is active (links still apply unless `parentFirstLink`).
+   * Without `parent`, start a new trace whatever span is active.
    * @default false
    */
   root?: boolean;
@@ -154,13 +154,12 @@ export function inSpan<R>(
 ): R {
   if (!tracing()) return fn(NOOP_SPAN);
   const attrs = clean(typeof attributes === "function" ? attributes() : attributes);
-  let links: Link[] = (options.links ?? []).map((l) => ({
+  const links: Link[] = (options.links ?? []).map((l) => ({
     context: l as unknown as SpanContext,
   }));
   let parent = context.active();
-  if (options.parentFirstLink && links.length > 0) {
-    parent = trace.setSpanContext(parent, links[0].context);
-    links = links.slice(1);
+  if (options.parent) {
+    parent = trace.setSpanContext(parent, options.parent as unknown as SpanContext);
   } else if (options.root) parent = trace.deleteSpan(parent);
   const span = tracer!.startSpan(
     name,

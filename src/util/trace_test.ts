@@ -95,7 +95,7 @@ Deno.test("inSpan parents, links, ends once and records failures", async (t) => 
             await new Promise((r) => setTimeout(r, 1));
             return inSpan("apply deployments", {}, () => activeIds());
           },
-          { links: [first, second], parentFirstLink: true, root: true },
+          { parent: first, links: [second], root: true },
         );
         const [ev1, ev2, rec, apply] = recorded.slice(-4);
         assert.equal(rec.parent, ev1.ctx.spanId);

@@ -1,19 +1,23 @@
 /**
  * What queued each key since its last reconcile, as span links: the watch events (or the
- * requeue of the reconcile before) that the work queue merged into one reconcile. Bounded per
- * key: the first trigger (the reconcile's parent) and the newest ones are kept, the count of
- * all of them is reported.
+ * requeue of the reconcile before) that the work queue merged into one reconcile. The first
+ * real change (a live watch event) becomes the reconcile's parent, so the reconcile joins that
+ * event's trace; everything else is a link: later events, an initial list or resync, a requeue
+ * or retry (as parents those would chain one trace through every requeue of a key, forever).
+ * Bounded per key: the newest links are kept, the count of all triggers is reported.
  *
  * @module
  */
 import type { SpanLink } from "../../util/trace.ts";
 
-/** Links kept per key; OpenTelemetry's default span link limit is 128. */
+/** Links kept per key besides the parent; OpenTelemetry's default span link limit is 128. */
 export const MAX_TRIGGER_LINKS = 16;
 
 /** What {@linkcode TriggerLinks.take} hands to the reconcile span. */
 export interface Triggered {
-  /** Links to the triggers, oldest first, at most {@linkcode MAX_TRIGGER_LINKS}. */
+  /** The first real change that queued the key: the reconcile's parent. */
+  readonly parent?: SpanLink;
+  /** Links to the other triggers, oldest first, at most {@linkcode MAX_TRIGGER_LINKS}. */
   readonly links: readonly SpanLink[];
   /** How many triggers were merged, kept or not. */
   readonly count: number;
@@ -23,22 +27,27 @@ const NONE: Triggered = Object.freeze({ links: Object.freeze([]), count: 0 });
 
 /** Span links of the triggers of queued keys. */
 export class TriggerLinks {
-  readonly #byKey = new Map<string, { links: SpanLink[]; count: number }>();
+  readonly #byKey = new Map<string, { parent?: SpanLink; links: SpanLink[]; count: number }>();
 
   /**
    * Records that `link` queued `key` (nothing when `link` is undefined).
    *
    * @param key The queued key.
    * @param link The span of what queued it.
+   * @param change Whether it is a real change (may be the parent) rather than a list, resync
+   * or requeue (only ever a link).
    */
-  add(key: string, link: SpanLink | undefined): void {
+  add(key: string, link: SpanLink | undefined, change: boolean): void {
     if (link === undefined) return;
     let entry = this.#byKey.get(key);
     if (!entry) this.#byKey.set(key, entry = { links: [], count: 0 });
     entry.count++;
-    if (entry.links.at(-1) === link) return;
-    // Keep the first (the parent) and the newest.
-    if (entry.links.length >= MAX_TRIGGER_LINKS) entry.links.splice(1, 1);
+    if (change && !entry.parent) {
+      entry.parent = link;
+      return;
+    }
+    if (entry.parent === link || entry.links.at(-1) === link) return;
+    if (entry.links.length >= MAX_TRIGGER_LINKS) entry.links.shift();
     entry.links.push(link);
   }
 
@@ -46,7 +55,7 @@ export class TriggerLinks {
    * Takes the triggers of `key`, for the reconcile starting now; later ones are the next one's.
    *
    * @param key The key being reconciled.
-   * @returns Its links and count (none when tracing is off).
+   * @returns Its parent, links and count (none when tracing is off).
    */
   take(key: string): Triggered {
     const entry = this.#byKey.get(key);

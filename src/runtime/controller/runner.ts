@@ -581,7 +581,10 @@ export class ControllerRuntime<T extends KubeObject> {
 
   #add(key: string, cause: QueueCause, priority?: number): void {
     this.#metrics?.queued?.(this.controller.name, cause);
-    if (tracing()) this.#triggers.add(key, activeLink());
+    // A real change may parent the reconcile; a list, resync or requeue only links to it.
+    if (tracing()) {
+      this.#triggers.add(key, activeLink(), (priority ?? DEFAULT_PRIORITY) > LOW_PRIORITY);
+    }
     this.queue.add(key, priority === undefined ? undefined : { priority });
   }
 
@@ -632,9 +635,10 @@ export class ControllerRuntime<T extends KubeObject> {
       return;
     }
     if (!this.#writes.caughtUp(key)) return;
-    // One span per reconcile: a child of the first event that queued it (its trace), linked
-    // to every later one the work queue merged into it; its API calls, finalizer and logs
-    // are inside it.
+    // One span per reconcile: a child of the first real change that queued it (its trace),
+    // linked to every other trigger the work queue merged into it (later events, a list or
+    // resync, the requeue of the reconcile before); its API calls, finalizer and logs are
+    // inside it.
     const triggers = this.#triggers.take(key);
     const reconcileID = crypto.randomUUID();
     await inSpan("reconcile", () => ({
@@ -655,8 +659,10 @@ export class ControllerRuntime<T extends KubeObject> {
       });
       if (!settled.ok) span.error(settled.error);
       // A requeue or retry is what queues the next reconcile: it links back to this one.
-      if (result !== "success" && result !== "terminal") this.#triggers.add(key, span.link());
-    }, { links: triggers.links, parentFirstLink: true, root: true });
+      if (result !== "success" && result !== "terminal") {
+        this.#triggers.add(key, span.link(), false);
+      }
+    }, { parent: triggers.parent, links: triggers.links, root: true });
   }
 
   /** One attempt at `key`: its context, the bounded run, the outcome switch. */
