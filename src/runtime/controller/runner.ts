@@ -25,6 +25,13 @@
  * worker takes the next key without waiting for the abandoned call. `stop()` stops taking
  * new keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
  *
+ * With tracing on (`OTEL_DENO=true`, see `util/trace.ts`), each queued key remembers the span
+ * that queued it (`_trigger_links.ts`), and each reconcile is a `reconcile` span: a child of
+ * the first live watch event that queued it, linked to the other triggers merged into it
+ * (later events, a list or resync, the requeue of the reconcile before), holding its API
+ * calls, finalizer and log records. A reconcile cut at `timeoutMs` ends its span then; what
+ * the abandoned call still does ends later, outside it.
+ *
  * ## Guarantees
  *
  * - A key is never reconciled by two workers at once (the work queue's promise). With
