@@ -184,10 +184,13 @@ Deno.test("a module never imports another folder's private (_) module", () => {
   }
 });
 
-Deno.test("LogTape is imported only by util/log.ts and zod only by util/zod.ts", () => {
+Deno.test("LogTape is imported only by util/log.ts, zod only by util/zod.ts, OpenTelemetry only by util/trace.ts", () => {
   for (const m of sources) {
     for (const i of m.imports) {
       if (i.includes("logtape")) assert.equal(m.path, "src/util/log.ts", `${m.path} imports ${i}`);
+      if (i.includes("opentelemetry")) {
+        assert.equal(m.path, "src/util/trace.ts", `${m.path} imports ${i}`);
+      }
       if (i === "zod" || i.startsWith("npm:zod")) {
         assert.equal(m.path, "src/util/zod.ts", `${m.path} imports ${i}`);
       }

@@ -94,7 +94,7 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
     (await client.list(Event, { namespace: NS })).items.filter((e) =>
       e.reason === "SuccessfulCreate" && e.involvedObject?.name === cron &&
       e.involvedObject?.kind === "CronJob"
-    ).reduce((n, e) => n + ((e as { count?: number }).count ?? 1), 0);
+    ).reduce((n, e) => n + (e.series?.count ?? e.count ?? 1), 0);
   const finished = (j: Job) =>
     j.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True");
 
@@ -313,7 +313,7 @@ Deno.test("examples/cronjob.ts end to end: schedules, concurrency, history, susp
             `${
               e.lastTimestamp ?? e.eventTime
             } ${e.involvedObject?.kind}/${e.involvedObject?.name} ${e.reason} x${
-              (e as { count?: number }).count ?? 1
+              e.series?.count ?? e.count ?? 1
             }: ${e.message}`
           );
         console.log(

@@ -182,7 +182,7 @@ async function scenario(
     for (const e of (await client.list(Event, { namespace: ns })).items) {
       if (e.type !== "Warning") continue;
       const reason = e.reason ?? "";
-      warnings[reason] = (warnings[reason] ?? 0) + ((e as { count?: number }).count ?? 1);
+      warnings[reason] = (warnings[reason] ?? 0) + (e.series?.count ?? e.count ?? 1);
       if (reason === "Deleting") deletingEvents.add(e.involvedObject?.name ?? "");
     }
     const reconciles = [...byResult.values()].reduce((a, b) => a + b, 0);

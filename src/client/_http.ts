@@ -13,6 +13,7 @@ import {
   startInsecureRelay,
   startSniRelay,
 } from "./_sni_relay.ts";
+import { inSpan, tracing } from "../util/trace.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -194,7 +195,33 @@ export class Transport {
    * @throws {ConnectionError} When no response arrived or the deadline passed.
    * @throws The signal's reason when `spec.signal` aborted.
    */
-  async send(spec: RequestSpec): Promise<Response> {
+  send(spec: RequestSpec): Promise<Response> {
+    if (!tracing()) return this.#sendOnce(spec);
+    // Named for what it does to which resource (Deno's own `fetch` span, its child, names
+    // only the URL); the status code is the server's answer, 0 when none arrived.
+    const t = spec.target;
+    return inSpan(`${t.verb} ${t.plural}${t.subresource ? `/${t.subresource}` : ""}`, {
+      "http.request.method": spec.method,
+      "kubeno.client.verb": t.verb,
+      "k8s.kind": t.kind,
+      "k8s.api_version": t.apiVersion,
+      "k8s.resource": t.plural,
+      "k8s.subresource": t.subresource,
+      "k8s.namespace.name": t.namespace,
+      "k8s.object.name": t.name,
+    }, async (span) => {
+      try {
+        const res = await this.#sendOnce(spec);
+        span.set({ "http.response.status_code": res.status });
+        return res;
+      } catch (e) {
+        if (e instanceof ApiError) span.set({ "http.response.status_code": e.code });
+        throw e;
+      }
+    });
+  }
+
+  async #sendOnce(spec: RequestSpec): Promise<Response> {
     const creds = await this.#access.credentials();
     try {
       return await this.#send(spec, creds);

@@ -75,6 +75,10 @@ metrics:
   # (bind the ${f.name}-metrics-reader ClusterRole to the scraper), behind ${f.name}-metrics.
   enabled: true
   port: ${f.metricsPort ?? 8443}
+  serviceMonitor:
+    # A ServiceMonitor for the Prometheus Operator (its CRDs must be installed) scraping
+    # ${f.name}-metrics over HTTPS with Prometheus's service-account token.
+    enabled: false
 ${
     f.serves
       ? `
@@ -138,6 +142,7 @@ export function valuesSchema(serves: boolean): Record<string, unknown> {
         properties: {
           enabled: { type: "boolean" },
           port: { type: "integer", minimum: 1, maximum: 65535 },
+          serviceMonitor: { type: "object", properties: { enabled: { type: "boolean" } } },
         },
       },
       ...(serves

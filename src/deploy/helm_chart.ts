@@ -165,6 +165,11 @@ export function helmChart(init: HelmChartInit): HelmChart {
       object: deployment(t, byKind("Deployment")[0], serves),
     }]),
     "templates/metrics-service.yaml": t.render([{ object: metricsService, when: metricsOn }]),
+    "templates/servicemonitor.yaml": t.render([{
+      object: operatorManifests({ ...base, watchNamespaces: [], serviceMonitor: true }).operator
+        .find((o) => o.kind === "ServiceMonitor")!,
+      when: `and ${metricsOn} $.Values.metrics.serviceMonitor.enabled`,
+    }]),
   };
   if (serves) {
     files["templates/webhook.yaml"] = t.render(all.webhooks.map((object) => ({ object })));

@@ -29,6 +29,7 @@ Deno.test("helmChart: Chart.yaml, values defaults, CRDs in crds/, templates", ()
     "templates/metrics-service.yaml",
     "templates/rbac.yaml",
     "templates/serviceaccount.yaml",
+    "templates/servicemonitor.yaml",
     "values.schema.json",
     "values.yaml",
   ]);
@@ -90,4 +91,16 @@ Deno.test("splitImage: registry ports, digests and missing tags", () => {
     tag: "",
     digest: "sha256:abc",
   });
+});
+
+Deno.test("helmChart: the ServiceMonitor is rendered only with metrics.serviceMonitor.enabled", () => {
+  const chart = helmChart(base);
+  const tpl = chart["templates/servicemonitor.yaml"];
+  assert.match(
+    tpl,
+    /^\{\{- if and \$\.Values\.metrics\.enabled \$\.Values\.metrics\.serviceMonitor\.enabled \}\}\n/,
+  );
+  assert.match(tpl, /kind: ServiceMonitor/);
+  const values = fromYaml(chart["values.yaml"])[0] as any;
+  assert.equal(values.metrics.serviceMonitor.enabled, false);
 });

@@ -48,6 +48,14 @@ export interface OperatorManifestsInit {
    */
   metricsPort?: number;
   /**
+   * Add a `ServiceMonitor` (`monitoring.coreos.com/v1`, the Prometheus Operator's) that
+   * scrapes the metrics Service over HTTPS with the scraper's service-account token, as
+   * kubebuilder's `config/prometheus/monitor.yaml`; bind `<name>-metrics-reader` to the
+   * Prometheus service account. Needs the Prometheus Operator's CRDs in the cluster.
+   * @default false
+   */
+  serviceMonitor?: boolean;
+  /**
    * The leader's renew deadline, which also bounds how long releasing the Lease may take
    * on shutdown; the pod's grace period makes room for it.
    * @default 10_000
@@ -295,6 +303,26 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
     } as KubeObject,
     deployment(init, meta(name, namespace), watch, serves, ports),
   ];
+  if (init.serviceMonitor) {
+    operatorObjects.push({
+      apiVersion: "monitoring.coreos.com/v1",
+      kind: "ServiceMonitor",
+      metadata: meta(`${name}-metrics`, namespace),
+      spec: {
+        // The webhook Service carries the same labels, but no port named "https".
+        selector: { matchLabels: { ...labels } },
+        namespaceSelector: { matchNames: [namespace] },
+        endpoints: [{
+          port: "https",
+          path: "/metrics",
+          scheme: "https",
+          bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+          // The operator's serving certificate is self-signed unless one is supplied.
+          tlsConfig: { insecureSkipVerify: true },
+        }],
+      },
+    } as KubeObject);
+  }
 
   const webhookObjects: KubeObject[] = [];
   const serviceName = `${name}-webhook`;

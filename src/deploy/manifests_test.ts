@@ -166,3 +166,21 @@ Deno.test("operatorManifests with webhooks: Service, port, merged configurations
   assert.deepEqual(caRule.resourceNames, ["widget-operator"]);
   assert.deepEqual(caRule.verbs, ["get", "patch", "update"]);
 });
+
+Deno.test("operatorManifests adds a ServiceMonitor of the metrics Service only when asked", () => {
+  assert.equal(operatorManifests(base).all.some((o) => o.kind === "ServiceMonitor"), false);
+  const m = operatorManifests({ ...base, serviceMonitor: true });
+  const monitor = m.operator.find((o) => o.kind === "ServiceMonitor") as any;
+  assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
+  // It selects the metrics Service (labels and namespace) through a port that Service has.
+  const services = m.all.filter((o) => o.kind === "Service") as any[];
+  const selected = services.filter((s) =>
+    s.metadata.namespace === monitor.spec.namespaceSelector.matchNames[0] &&
+    Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels[k] === v)
+  );
+  const scraped = selected.filter((s) =>
+    s.spec.ports.some((p: any) => p.name === monitor.spec.endpoints[0].port)
+  );
+  assert.deepEqual(scraped.map((s) => s.metadata.name), [`${base.name}-metrics`]);
+  assert.equal(monitor.spec.endpoints[0].scheme, "https");
+});

@@ -89,10 +89,10 @@ const VERB_ORDER = [...READ, ...OWN, "deletecollection"];
  * on primaries and their `status` (plus `get`), and on `finalizers` when a finalizer is set
  * or kinds are owned (a controller ownerReference sets `blockOwnerDeletion`, which the
  * `OwnerReferencesPermissionEnforcement` admission plugin allows only with that permission);
- * `create`/`patch` on events; `get`/`create`/`update` on `coordination.k8s.io` leases for
+ * `create`/`patch` on events (core/v1 and `events.k8s.io`); `get`/`create`/`update` on `coordination.k8s.io` leases for
  * leader election (and `list`/`watch`/`delete` when `sharded`). Rules are merged and sorted so that the output is stable.
  *
- * Events (core/v1, as `EventRecorder` writes them) are granted where the namespaced kinds'
+ * Events (`events.k8s.io/v1` where served, else core/v1, as `EventRecorder` writes them) are granted where the namespaced kinds'
  * rules go: an object's events are recorded in its namespace.
  *
  * @param controllers The operator's controllers.
@@ -144,7 +144,10 @@ export function deriveRbac(
     const p = c.resource;
     // Events are recorded in the primary's namespace.
     if (limits(p)?.length) {
-      for (const set of where(p)) set.add("", "events", ["create", "patch"]);
+      for (const set of where(p)) {
+        set.add("", "events", ["create", "patch"]);
+        set.add("events.k8s.io", "events", ["create", "patch"]);
+      }
     } else general = true;
     for (const k of c.caches ?? []) grant(k.resource, "", READ);
     grant(p, "", [...READ, ...WRITE]);
@@ -164,7 +167,10 @@ export function deriveRbac(
   );
   if (optional) cluster.add("apiextensions.k8s.io", "customresourcedefinitions", READ);
   const rest = scoped ? namespaced : cluster;
-  if (general) rest.add("", "events", ["create", "patch"]);
+  if (general) {
+    rest.add("", "events", ["create", "patch"]);
+    rest.add("events.k8s.io", "events", ["create", "patch"]);
+  }
   for (const r of options.extraRules ?? []) rest.addRule(r);
   const lease = new RuleSet();
   lease.add(

@@ -31,6 +31,7 @@ Deno.test("deriveRbac grants read, own and write verbs per kind, merged and sort
       resources: ["deployments"],
       verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
     },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
     {
       apiGroups: ["example.com"],
       resources: ["widgets"],
@@ -79,6 +80,7 @@ Deno.test("deriveRbac scoped: namespaced kinds and events in the Role, cluster-s
   const res = rbac.namespaced.flatMap((r) => r.resources);
   assert.deepEqual(res.sort(), [
     "configmaps",
+    "events",
     "events",
     "pods",
     "widgets",

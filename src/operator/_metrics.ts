@@ -15,6 +15,7 @@ import {
 import { registerProcessMetrics } from "../metrics/process_metrics.ts";
 import { shardingMetrics, type ShardSample } from "../metrics/sharding_metrics.ts";
 import type { ShardingMetrics } from "../runtime/sharding/coordinator.ts";
+import type { Informer } from "../runtime/cache/informer.ts";
 import { type Flags, type FlagSpec, UsageError } from "../util/args.ts";
 import { type HttpEndpoint, parseBindAddress } from "../util/http_server.ts";
 
@@ -32,6 +33,14 @@ export interface OperatorMetrics {
    * @returns The hooks.
    */
   leaderElection(lease: string): LeaderElectionMetrics;
+  /** The webhook server's `onRequest`: controller-runtime's webhook latency and requests. */
+  webhook: (sample: { path: string; code: number; seconds: number }) => void;
+  /**
+   * Samples the size of every cache at each scrape (`kubeno_cache_objects`).
+   *
+   * @param informers The manager's informers, read at each scrape.
+   */
+  caches(informers: () => Iterable<Informer<any>> | undefined): void;
   /** The shard coordinator's hooks, when the operator is sharded. */
   sharding?: ShardingMetrics;
   /**
@@ -111,11 +120,56 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
         ),
     },
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
+    webhook: webhookMetrics(registry),
+    caches(informers) {
+      const objects = registry.gauge({
+        name: "kubeno_cache_objects",
+        help: "Objects held in the informer caches, by kind (summed over namespaces)",
+        labelNames: ["group", "version", "kind"],
+      });
+      registry.onCollect(() => {
+        const sums = new Map<
+          string,
+          { labels: { group: string; version: string; kind: string }; n: number }
+        >();
+        for (const inf of informers() ?? []) {
+          const [group, version] = inf.resource.apiVersion.includes("/")
+            ? inf.resource.apiVersion.split("/")
+            : ["", inf.resource.apiVersion];
+          const key = `${inf.resource.apiVersion}/${inf.resource.kind}`;
+          let s = sums.get(key);
+          if (!s) sums.set(key, s = { labels: { group, version, kind: inf.resource.kind }, n: 0 });
+          s.n += inf.store.size;
+        }
+        for (const s of sums.values()) objects.set(s.labels, s.n);
+      });
+    },
     ...(sharded ? { sharding: sharded.hooks } : {}),
     shards(source) {
       shardOf = (controller, key) => source.shardOf(controller, key);
       sharded?.collect(() => source.shardStats());
     },
+  };
+}
+
+/** controller-runtime's webhook families, by the webhook's path. */
+function webhookMetrics(
+  registry: Registry,
+): (sample: { path: string; code: number; seconds: number }) => void {
+  const latency = registry.histogram({
+    name: "controller_runtime_webhook_latency_seconds",
+    help: "Histogram of the latency of processing admission requests",
+    labelNames: ["webhook"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  });
+  const requests = registry.counter({
+    name: "controller_runtime_webhook_requests_total",
+    help: "Total number of admission requests by HTTP status code",
+    labelNames: ["webhook", "code"],
+  });
+  return ({ path, code, seconds }) => {
+    latency.observe({ webhook: path }, seconds);
+    requests.inc({ webhook: path, code: String(code) });
   };
 }
 

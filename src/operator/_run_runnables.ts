@@ -87,6 +87,7 @@ export function runRunnables(p: RunParts): Runnable[] {
           certDir: hook.certPath,
           local,
           conversions: p.ctx.def.conversions,
+          server: { onRequest: p.metrics.webhook },
           signal: served.signal,
         });
         const serving = webhooks;

@@ -11,6 +11,7 @@ import { EXIT, parseList, UsageError } from "../util/args.ts";
 import { type Command, type CommandContext, env, operatorNamespace } from "./_command.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
 import { helmChart } from "../deploy/helm_chart.ts";
+import { grafanaDashboard } from "../deploy/grafana_dashboard.ts";
 import { toYaml } from "../util/yaml.ts";
 
 /** The `manifests` command. */
@@ -29,7 +30,14 @@ With --helm DIR, writes a Helm chart instead: Chart.yaml, values.yaml (image, re
 leader election, resources, watch namespaces, metrics, webhook certificates, scheduling and
 security contexts), the CRDs under crds/ and templates for the rest. With its default values
 the chart renders the objects printed here, without the Namespace (helm install
---create-namespace makes it). --image and --watch-namespace set the values' defaults.`,
+--create-namespace makes it). --image and --watch-namespace set the values' defaults.
+
+With --service-monitor, adds a ServiceMonitor (Prometheus Operator) that scrapes /metrics
+over HTTPS with its service-account token; bind <name>-metrics-reader to Prometheus.
+
+With --grafana, prints a Grafana dashboard (JSON, for Grafana's import) of the operator's
+metrics instead: reconcile rate, errors and duration per controller, work-queue depth per
+priority and latency, cache sizes, webhook latency, leader election and shard ownership.`,
   flags: [
     { name: "out", type: "string", valueName: "DIR", description: "Write one file per group" },
     {
@@ -37,6 +45,16 @@ the chart renders the objects printed here, without the Namespace (helm install
       type: "string",
       valueName: "DIR",
       description: "Write a Helm chart of the operator into DIR",
+    },
+    {
+      name: "service-monitor",
+      type: "boolean",
+      description: "Add a ServiceMonitor for the Prometheus Operator (monitoring.coreos.com/v1)",
+    },
+    {
+      name: "grafana",
+      type: "boolean",
+      description: "Print a Grafana dashboard (JSON) of the operator's metrics instead",
     },
     {
       name: "chart-version",
@@ -59,6 +77,13 @@ the chart renders the objects printed here, without the Namespace (helm install
     },
   ],
   async run(ctx: CommandContext): Promise<number> {
+    if (ctx.flags.grafana === true) {
+      if (typeof ctx.flags.out === "string" || typeof ctx.flags.helm === "string") {
+        throw new UsageError('Flag "--grafana" prints the dashboard: drop "--out" and "--helm"');
+      }
+      ctx.out(JSON.stringify(grafanaDashboard({ name: ctx.def.name }), null, 2));
+      return EXIT.ok;
+    }
     const image = typeof ctx.flags.image === "string" ? ctx.flags.image : ctx.def.image;
     const watch = parseList(
       typeof ctx.flags["watch-namespace"] === "string"
@@ -76,6 +101,7 @@ the chart renders the objects printed here, without the Namespace (helm install
       webhooks: ctx.def.webhooks,
       rules: ctx.def.rules,
       renewDeadlineMs: ctx.def.sharding?.renewDeadlineMs ?? ctx.def.leaderElection.renewDeadlineMs,
+      serviceMonitor: ctx.flags["service-monitor"] === true,
       ...(ctx.def.sharding ? { sharding: { replicas: ctx.def.sharding.replicas } } : {}),
     };
     if (typeof ctx.flags.helm === "string") {

@@ -160,6 +160,7 @@ once the caches have synced (standbys included).`,
       }),
     });
     if (sh) metrics.shards(manager);
+    metrics.caches(() => manager.informers?.all());
     try {
       await manager.start(signals.signal);
       return EXIT.ok;

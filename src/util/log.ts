@@ -4,7 +4,8 @@
  * so replacing the library is a change to this file alone.
  *
  * Controllers pass `controller`, `namespace`, `name` and `reconcileID` as properties; they
- * appear as fields of each JSON line.
+ * appear as fields of each JSON line. Records written inside a span (with tracing on, see
+ * `util/trace.ts`) also carry its `trace_id` and `span_id`.
  *
  * @module
  */
@@ -12,6 +13,7 @@
 import { configure, getLogger as logTapeLogger, type LogRecord, reset } from "@logtape/logtape";
 import type * as LogTape from "@logtape/logtape";
 import { redact } from "./_log_redact.ts";
+import { activeIds } from "./trace.ts";
 
 /**
  * A logger: LogTape's `Logger` (https://jsr.io/@logtape/logtape/doc/~/Logger), what
@@ -121,7 +123,7 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
     (format === "auto" && isStderrTerminal() && !inCluster());
   const color = pretty && !options.write && isStderrTerminal() && !Deno.noColor;
   const render = pretty ? (r: LogRecord) => formatPretty(r, color) : formatJson;
-  const sink = (record: LogRecord) => write(render(redactRecord(record)));
+  const sink = (record: LogRecord) => write(render(redactRecord(withTraceIds(record))));
   await configure({
     reset: true,
     sinks: { kubeno: sink },
@@ -217,6 +219,16 @@ function renderMessage(record: LogRecord): string {
     else msg += JSON.stringify(part, jsonReplacer) ?? String(part);
   });
   return msg;
+}
+
+/**
+ * Adds `trace_id` and `span_id` of the span the record was written in (a reconcile, an
+ * admission request), so logs and traces of the same work find each other. Sinks run
+ * synchronously inside the logging call, so the active span is the caller's.
+ */
+function withTraceIds(record: LogRecord): LogRecord {
+  const ids = activeIds();
+  return ids ? { ...record, properties: { ...record.properties, ...ids } } : record;
 }
 
 function redactRecord(record: LogRecord): LogRecord {

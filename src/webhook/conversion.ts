@@ -23,6 +23,7 @@ import { type Clock, realClock } from "../util/clock.ts";
 import type { KubeObject } from "../core/object.ts";
 import { groupOf } from "../core/api_version.ts";
 import { readBody } from "./handler.ts";
+import { inSpan } from "../util/trace.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
@@ -221,6 +222,22 @@ export function conversionHandler(
       return review({ uid: parsed.uid, result: { status: "Failure", message: parsed.message } });
     }
     const { uid, desiredAPIVersion, objects } = parsed.request;
+    return inSpan("conversion", {
+      "kubeno.conversion.uid": uid,
+      "kubeno.conversion.desired_api_version": desiredAPIVersion,
+      "kubeno.conversion.objects": objects.length,
+    }, (span) => {
+      const res = convertAll(uid, desiredAPIVersion, objects);
+      span.set({ "http.response.status_code": res.status });
+      return res;
+    }, { kind: "server" });
+  }
+
+  function convertAll(
+    uid: string,
+    desiredAPIVersion: string,
+    objects: readonly KubeObject[],
+  ): Response {
     const converted: KubeObject[] = [];
     const failed: string[] = [];
     for (const [i, object] of objects.entries()) {

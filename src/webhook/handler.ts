@@ -18,9 +18,11 @@
  * @module
  */
 import { getLogger } from "../util/log.ts";
+import { inSpan, type Span } from "../util/trace.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { parseGoDuration } from "../util/duration.ts";
 import type { Admission } from "./admission.ts";
+import type { KubeObject } from "../core/object.ts";
 import {
   type AdmissionRequest,
   type AdmissionResponse,
@@ -186,6 +188,35 @@ export function admissionHandler(
       });
     }
     const { request } = parsed;
+    const object = (request.object ?? request.oldObject) as KubeObject | undefined;
+    return inSpan("admission", () => ({
+      "kubeno.webhook.path": url.pathname,
+      "kubeno.admission.operation": request.operation,
+      "kubeno.admission.uid": request.uid,
+      "kubeno.admission.dry_run": request.dryRun,
+      "k8s.kind": request.kind.kind,
+      "k8s.api_version": request.kind.group
+        ? `${request.kind.group}/${request.kind.version}`
+        : request.kind.version,
+      "k8s.namespace.name": request.namespace,
+      "k8s.object.name": request.name ?? object?.metadata?.name,
+      "k8s.object.uid": object?.metadata?.uid,
+      "user.name": request.userInfo?.username,
+    }), async (span) => {
+      const response = await decide(request, url, route, timeoutMs, signal, span);
+      span.set({ "http.response.status_code": response.status });
+      return response;
+    }, { kind: "server" });
+  }
+
+  async function decide(
+    request: AdmissionRequest,
+    url: URL,
+    route: Route,
+    timeoutMs: number,
+    signal: AbortSignal,
+    span: Span,
+  ): Promise<Response> {
     // Past the deadline the answer is a failed call, not a denial: the API server's
     // failurePolicy decides.
     const timedOut = new Promise<"timeout">((resolve) => {
@@ -212,6 +243,7 @@ export function admissionHandler(
       path: url.pathname,
       allowed: answer.allowed,
     });
+    span.set({ "kubeno.admission.allowed": answer.allowed });
     return review(answer);
   }
 }

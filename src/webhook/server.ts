@@ -65,6 +65,12 @@ export interface WebhookServerOptions {
    */
   requestTimeoutMs?: number;
   /**
+   * Told about every answered request (the webhook's path, the HTTP status, the seconds it
+   * took), e.g. for controller-runtime's `controller_runtime_webhook_*` metrics.
+   * @default none
+   */
+  onRequest?: (sample: { path: string; code: number; seconds: number }) => void;
+  /**
    * Time allowed for a TLS handshake.
    * @default 10000
    */
@@ -200,9 +206,19 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const convert = conversions.length
     ? conversionHandler(conversions, { requestTimeoutMs: options.requestTimeoutMs })
     : undefined;
-  const handler = convert
+  const route = convert
     ? (req: Request) => new URL(req.url).pathname === CONVERSION_PATH ? convert(req) : admit(req)
     : admit;
+  const observe = options.onRequest;
+  const handler = observe
+    ? async (req: Request) => {
+      const started = performance.now();
+      const res = await route(req);
+      const seconds = (performance.now() - started) / 1000;
+      observe({ path: new URL(req.url).pathname, code: res.status, seconds });
+      return res;
+    }
+    : route;
   const dir = await Deno.makeTempDir({ prefix: "kubeno-webhook-" });
   await Deno.chmod(dir, 0o700).catch(() => {});
   const path = `${dir}/http.sock`;

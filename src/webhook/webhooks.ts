@@ -79,7 +79,7 @@ export interface ServeWebhooksOptions {
   /** Server limits. */
   server?: Pick<
     WebhookServerOptions,
-    "maxBodyBytes" | "requestTimeoutMs" | "handshakeTimeoutMs" | "idleTimeoutMs"
+    "maxBodyBytes" | "requestTimeoutMs" | "handshakeTimeoutMs" | "idleTimeoutMs" | "onRequest"
   >;
   /** Stops everything when aborted. */
   signal?: AbortSignal;

@@ -59,6 +59,7 @@ import {
 import type { WatchError } from "../watch/watch_error.ts";
 import { describeQuery } from "../watch/watch_error.ts";
 import { deepFreeze } from "../../util/freeze.ts";
+import { inSpan, type SpanAttributes, tracing } from "../../util/trace.ts";
 import type { ShardFilter } from "./shard_filter.ts";
 
 const log = getLogger(["kubeno", "informer"]);
@@ -560,11 +561,14 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
         const info = this.#listed ? LIVE : INITIAL;
         this.#listed = true;
         for (const r of changes.rejected) this.#rejected(r.object, r.error);
-        for (const object of changes.deleted) this.#emit({ type: "deleted", object }, info);
-        for (const object of changes.added) this.#emit({ type: "added", object }, info);
-        for (const u of changes.updated) {
-          this.#emit({ type: "modified", object: u.new, old: u.old }, info);
-        }
+        // One span for the whole list: the keys it queues link to it, not to a span each.
+        inSpan("watch list", () => this.#spanAttributes(ev.resourceVersion, objects.length), () => {
+          for (const object of changes.deleted) this.#emit({ type: "deleted", object }, info);
+          for (const object of changes.added) this.#emit({ type: "added", object }, info);
+          for (const u of changes.updated) {
+            this.#emit({ type: "modified", object: u.new, old: u.old }, info);
+          }
+        });
         this.#markSynced();
         break;
       }
@@ -573,13 +577,13 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
         if (!this.#inShard(ev.object)) break;
         const object = this.#transform(ev.object);
         const old = this.store.upsert(object);
-        this.#emit(old ? { type: "modified", object, old } : { type: "added", object });
+        this.#emitTraced(old ? { type: "modified", object, old } : { type: "added", object });
         break;
       }
       case "deleted": {
         if (!this.#inShard(ev.object)) break;
         const object = this.#transform(ev.object);
-        if (this.store.delete(object)) this.#emit({ type: "deleted", object });
+        if (this.store.delete(object)) this.#emitTraced({ type: "deleted", object });
         break;
       }
     }
@@ -632,6 +636,32 @@ export class Informer<T extends KubeObject> implements AsyncDisposable {
 
   #emit(event: ObjectEvent<T>, info = LIVE): void {
     for (const h of this.#handlers) this.#call(h, event, info);
+  }
+
+  /**
+   * Emits one watch event inside its own span, the one the keys it queues link to (and the
+   * parent of the reconcile they start).
+   */
+  #emitTraced(event: ObjectEvent<T>): void {
+    if (!tracing()) return this.#emit(event);
+    const meta = event.object.metadata;
+    inSpan("watch event", () => ({
+      ...this.#spanAttributes(meta.resourceVersion),
+      "kubeno.watch.event": event.type,
+      "k8s.namespace.name": meta.namespace,
+      "k8s.object.name": meta.name,
+      "k8s.object.uid": meta.uid,
+    }), () => this.#emit(event));
+  }
+
+  #spanAttributes(resourceVersion?: string, count?: number): SpanAttributes {
+    return {
+      "k8s.kind": this.resource.kind,
+      "k8s.api_version": this.resource.apiVersion,
+      "k8s.resource_version": resourceVersion,
+      "kubeno.watch.objects": count,
+      "kubeno.watch.query": this.#what(),
+    };
   }
 
   /** Calls `onEvent` with an event, or `onError` with an error; never throws. */

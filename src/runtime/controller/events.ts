@@ -1,14 +1,21 @@
 /**
- * `EventRecorder`: records core/v1 Events about objects, the ones `kubectl describe` lists
- * under "Events", as client-go's `record.EventRecorder`.
+ * `EventRecorder`: records Events about objects, the ones `kubectl describe` lists under
+ * "Events": through `events.k8s.io/v1` where the server serves it (client-go's
+ * `tools/events`, what controller-runtime records with since v0.23), else as core/v1 Events
+ * (client-go's `record.EventRecorder`).
  *
  * ## Guarantees
  *
  * - Never throws into the caller and never rejects: a failed write is logged (category
  *   `["kubeno", "events"]`) and dropped.
+ * - The first write tries `events.k8s.io/v1`; when the server does not serve it (404 for the
+ *   resource) or the operator may not write it (403, RBAC from before it asked for it), that
+ *   write and every later one use core/v1 instead, logged once.
  * - Repeated identical events (same object, type, reason, message and source, as keyed by
- *   client-go's EventCorrelator) are aggregated into one Event whose `count` grows and whose
- *   `lastTimestamp` moves, through a merge patch; writes for one key are serialised.
+ *   client-go's EventCorrelator) are aggregated into one Event through a merge patch: an
+ *   `events.k8s.io` Event gets a `series` whose `count` grows (2 at the first repeat) and
+ *   whose `lastObservedTime` moves; a core/v1 one its `count` and `lastTimestamp`. Writes for
+ *   one key are serialised.
  *
  * ## Caveats
  *
@@ -19,10 +26,11 @@
  * @module
  */
 import { getLogger } from "../../util/log.ts";
-import { isNotFound } from "../../client/api_error.ts";
+import { ApiError, isNotFound } from "../../client/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { Event } from "../../core/kinds.ts";
+import { EventsV1Event } from "../../core/kinds_cluster.ts";
 import type { KubeObject } from "../../core/object.ts";
 
 const log = getLogger(["kubeno", "events"]);
@@ -82,14 +90,15 @@ interface Entry {
  * import { EventRecorder } from "./events.ts";
  * const writes: string[] = [];
  * const client = {
- *   create: (_r: unknown, e: any) => (writes.push(`create ${e.count}`), Promise.resolve(e)),
- *   patch: (_r: unknown, _n: string, p: any) => (writes.push(`patch ${p.count}`), Promise.resolve(p)),
+ *   create: (r: any, e: any) => (writes.push(`create ${r.apiVersion}`), Promise.resolve(e)),
+ *   patch: (_r: unknown, _n: string, p: any) => (writes.push(`series ${p.series.count}`), Promise.resolve(p)),
  * };
  * const events = new EventRecorder(client as any, { component: "demo", host: "h" });
  * const obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "d", uid: "u" } };
  * events.warning(obj, "Failed", "no luck");
+ * events.warning(obj, "Failed", "no luck");
  * await events.warning(obj, "Failed", "no luck");
- * if (writes.join() !== "create 1,patch 2") throw new Error(writes.join());
+ * if (writes.join() !== "create events.k8s.io/v1,series 2,series 3") throw new Error(writes.join());
  * ```
  */
 export class EventRecorder {
@@ -101,6 +110,8 @@ export class EventRecorder {
   readonly #cache = new Map<string, Entry>();
   readonly #pending = new Set<Promise<void>>();
   #seq = 0;
+  // Which API the Events go to: unknown until the first write answers.
+  #api: "events.k8s.io" | "core" | undefined;
 
   /**
    * Creates a recorder.
@@ -203,6 +214,19 @@ export class EventRecorder {
     const now = new Date(this.#clock.now());
     const ts = now.toISOString().replace(/\.\d{3}Z$/, "Z");
     try {
+      if (this.#api !== "core") {
+        try {
+          await this.#writeV1(obj, entry, now, type, reason, message);
+          this.#api = "events.k8s.io";
+          return;
+        } catch (err) {
+          if (this.#api === "events.k8s.io" || !unserved(err)) throw err;
+          this.#api = "core";
+          log.info("Recording core/v1 Events: events.k8s.io/v1 answered {code}", {
+            code: (err as ApiError).code,
+          });
+        }
+      }
       if (entry.name) {
         try {
           await this.#client.patch(Event, entry.name, {
@@ -251,10 +275,63 @@ export class EventRecorder {
     }
   }
 
+  /** One write through `events.k8s.io/v1`: a new Event, or its series' next count. */
+  async #writeV1(
+    obj: KubeObject,
+    entry: Entry,
+    now: Date,
+    type: EventType,
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const micro = now.toISOString().replace(/Z$/, "000Z");
+    if (entry.name) {
+      const count = entry.count + 1;
+      try {
+        await this.#client.patch(EventsV1Event, entry.name, {
+          series: { count, lastObservedTime: micro },
+        }, { namespace: entry.namespace });
+        entry.count = count;
+        return;
+      } catch (err) {
+        if (!isNotFound(err) || (err as ApiError).resourceUnknown) throw err;
+        // The Event expired on the server: start a new one.
+      }
+    }
+    const m = obj.metadata;
+    const name = `${m.name ?? "object"}.${this.#uniqueSuffix(now)}`;
+    await this.#client.create(EventsV1Event, {
+      metadata: { name, namespace: entry.namespace },
+      eventTime: micro,
+      reportingController: this.#component,
+      reportingInstance: this.#host || this.#component,
+      // kubeno's recorder has no separate action: the reason names what happened.
+      action: reason.slice(0, 128),
+      reason,
+      note: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
+      type,
+      regarding: {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: m.name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resourceVersion: m.resourceVersion,
+      },
+    } as EventsV1Event, { namespace: entry.namespace });
+    entry.name = name;
+    entry.count = 1;
+  }
+
   // client-go names events `<object>.<hex nanoseconds>`.
   #uniqueSuffix(now: Date): string {
     return (BigInt(now.getTime()) * 1_000_000n + BigInt(this.#seq++ % 1_000_000)).toString(16);
   }
+}
+
+/** Whether a write failed because events.k8s.io/v1 is not there for this operator. */
+function unserved(err: unknown): boolean {
+  return err instanceof ApiError && (err.code === 403 || (err.code === 404 && err.resourceUnknown));
 }
 
 function hostname(): string {

@@ -29,6 +29,7 @@ import type { MergePatch } from "../../client/types.ts";
 import { isNotFound } from "../../client/api_error.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
+import { inSpan } from "../../util/trace.ts";
 
 /** What {@linkcode finalizerAction} decides for an object. */
 export type FinalizerAction = "add" | "apply" | "cleanup" | "none";
@@ -200,22 +201,30 @@ export async function finalizer<T extends KubeObject, R>(
     case "none":
       return undefined;
     case "add": {
-      const updated = await write((latest) => addFinalizerPatch(latest, name) as MergePatch<T>);
+      const updated = await inSpan(
+        "finalizer add",
+        { "kubeno.finalizer": name },
+        () => write((latest) => addFinalizerPatch(latest, name) as MergePatch<T>),
+      );
       return await handler({ type: "apply", object: updated });
     }
     case "apply":
       return await handler({ type: "apply", object: obj });
-    case "cleanup": {
-      const result = await handler({ type: "cleanup", object: obj });
-      const keep = options.keep ?? isRequeue;
-      if (keep(result)) return result;
-      try {
-        await write((latest) => removeFinalizerPatch(latest, name) as MergePatch<T>);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      return result;
-    }
+    case "cleanup":
+      // The cleanup, its writes and the finalizer's removal, in one span.
+      return await inSpan("finalize", { "kubeno.finalizer": name }, async (span) => {
+        const result = await handler({ type: "cleanup", object: obj });
+        const keep = options.keep ?? isRequeue;
+        const kept = keep(result);
+        span.set({ "kubeno.finalizer.kept": kept });
+        if (kept) return result;
+        try {
+          await write((latest) => removeFinalizerPatch(latest, name) as MergePatch<T>);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        return result;
+      });
   }
 }
 

@@ -31,6 +31,13 @@
  * run; its timers and daemons (`../source/background.ts`) run per cached primary from then
  * on; `watchesFrom` adds and drops watches after each reconcile.
  *
+ * With tracing on (`OTEL_DENO=true`, see `util/trace.ts`), each queued key remembers the span
+ * that queued it (`_trigger_links.ts`), and each reconcile is a `reconcile` span: a child of
+ * the first live watch event that queued it, linked to the other triggers merged into it
+ * (later events, a list or resync, the requeue of the reconcile before), holding its API
+ * calls, finalizer and log records. A reconcile cut at `timeoutMs` ends its span then; what
+ * the abandoned call still does ends later, outside it.
+ *
  * ## Guarantees
  *
  * - A key is never reconciled by two workers at once (the work queue's promise). With
@@ -102,12 +109,14 @@ import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from "../queue/workqueue.ts
 import { type ContextHandle, createContext } from "./_context.ts";
 import { appliedKey, WriteMemory } from "./_write_memory.ts";
 import { isSharded, OwnWriteTracker, trackKey } from "./_own_write_tracker.ts";
-import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
+import type { ControllerMetricsHooks, QueueCause, ReconcileOutcome } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
-import { settle } from "./_outcome.ts";
+import { settle, type Settled } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
 import { runTrigger } from "../source/external_triggers.ts";
 import { Background } from "../source/background.ts";
+import { activeLink, inSpan, tracing } from "../../util/trace.ts";
+import { TriggerLinks } from "./_trigger_links.ts";
 
 export type {
   BackgroundSample,
@@ -240,6 +249,8 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #dynamic = new Map<string, Promise<{ remove(): Promise<void> } | undefined>>();
   // Timers and daemons per cached primary.
   readonly #background: Background<T>;
+  // What queued each key since its last reconcile, as span links (only when tracing).
+  readonly #triggers = new TriggerLinks();
   #active = 0;
   #started = false;
   #stopping = false;
@@ -750,6 +761,10 @@ export class ControllerRuntime<T extends KubeObject> {
 
   #add(key: string, cause: QueueCause, priority?: number): void {
     this.#metrics?.queued?.(this.controller.name, cause);
+    // A real change may parent the reconcile; a list, resync or requeue only links to it.
+    if (tracing()) {
+      this.#triggers.add(key, activeLink(), (priority ?? DEFAULT_PRIORITY) > LOW_PRIORITY);
+    }
     this.queue.add(key, priority === undefined ? undefined : { priority });
   }
 
@@ -799,9 +814,46 @@ export class ControllerRuntime<T extends KubeObject> {
     if (!cached) {
       this.queue.forget(key);
       this.#writes.forget(key);
+      this.#triggers.take(key);
       return;
     }
     if (!this.#writes.caughtUp(key)) return;
+    // One span per reconcile: a child of the first real change that queued it (its trace),
+    // linked to every other trigger the work queue merged into it (later events, a list or
+    // resync, the requeue of the reconcile before); its API calls, finalizer and logs are
+    // inside it.
+    const triggers = this.#triggers.take(key);
+    const reconcileID = crypto.randomUUID();
+    await inSpan("reconcile", () => ({
+      "kubeno.controller": this.controller.name,
+      "kubeno.key": key,
+      "kubeno.reconcile_id": reconcileID,
+      "k8s.kind": this.controller.resource.kind,
+      "k8s.namespace.name": cached.metadata.namespace,
+      "k8s.object.name": cached.metadata.name,
+      "kubeno.reconcile.triggers": triggers.count,
+    }), async (span) => {
+      const { result, settled } = await this.#reconcileOnce(key, cached, reconcileID);
+      span.set({
+        "kubeno.reconcile.result": result,
+        "kubeno.reconcile.requeue_after_ms": settled.ok
+          ? settled.result?.requeueAfterMs
+          : undefined,
+      });
+      if (!settled.ok) span.error(settled.error);
+      // A requeue or retry is what queues the next reconcile: it links back to this one.
+      if (result !== "success" && result !== "terminal") {
+        this.#triggers.add(key, span.link(), false);
+      }
+    }, { parent: triggers.parent, links: triggers.links, root: true });
+  }
+
+  /** One attempt at `key`: its context, the bounded run, the outcome switch. */
+  async #reconcileOnce(
+    key: string,
+    cached: T,
+    reconcileID: string,
+  ): Promise<{ result: ReconcileOutcome; settled: Settled }> {
     // In flight from the moment it was read from the cache, with no await in between: a
     // share leaving the cache either takes this object out first or waits for it.
     this.#inFlight.set(key, cached);
@@ -817,11 +869,11 @@ export class ControllerRuntime<T extends KubeObject> {
       clock: this.#clock,
       signal: this.#abort.signal,
     });
-    const { handle, log } = this.#context(key, obj, cached, attempt.signal);
+    const { handle, log } = this.#context(key, obj, cached, attempt.signal, reconcileID);
     const started = performance.now();
     const settled = await attempt.run(() => this.#run(obj, handle));
     if (attempt.timedOut) this.#metrics?.timeout?.(this.controller.name);
-    settle(key, settled, started, {
+    const result = settle(key, settled, started, {
       controller: this.controller.name,
       queue: this.queue,
       metrics: this.#metrics,
@@ -829,6 +881,7 @@ export class ControllerRuntime<T extends KubeObject> {
       warn: (reason, message) => this.#events.warning(obj, reason, message),
     });
     this.#syncWatches();
+    return { result, settled };
   }
 
   /**
@@ -876,6 +929,7 @@ export class ControllerRuntime<T extends KubeObject> {
     obj: T,
     cached: T,
     signal: AbortSignal,
+    reconcileID: string,
   ): { handle: ContextHandle<T>; log: Logger } {
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
@@ -883,7 +937,7 @@ export class ControllerRuntime<T extends KubeObject> {
       controller: c.name,
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name,
-      reconcileID: crypto.randomUUID(),
+      reconcileID,
       key,
     });
     const handle = createContext({

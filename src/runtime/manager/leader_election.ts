@@ -10,6 +10,7 @@ import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import { getLogger } from "../../util/log.ts";
+import { inSpan } from "../../util/trace.ts";
 
 /** The part of {@linkcode Client} leader election uses: reads and writes of one Lease. */
 export type LeaseClient = Pick<Client, "get" | "create" | "replace">;
@@ -263,18 +264,39 @@ export class LeaderElector implements AsyncDisposable {
       lease: this.#describe(),
       identity: this.identity,
     });
-    while (!(await this.#tryAcquireOrRenew(signal))) {
-      this.#reportTransition();
-      const wait = this.#retryMs * (1 + JITTER * Math.random());
-      if (!(await this.#sleep(wait, signal))) {
-        this.#electedReject(signal.reason);
-        return "stopped";
+    // One span for the campaign, from the first attempt to the Lease (a standby's lasts until
+    // it takes over); leading itself runs outside it, so the controllers' spans are not in it.
+    const acquired = await inSpan("leader election", () => this.#spanAttributes(), async (span) => {
+      let attempts = 1;
+      while (!(await this.#tryAcquireOrRenew(signal))) {
+        this.#reportTransition();
+        const wait = this.#retryMs * (1 + JITTER * Math.random());
+        if (!(await this.#sleep(wait, signal))) {
+          span.set({
+            "kubeno.leader_election.attempts": attempts,
+            "kubeno.leader_election.result": "stopped",
+          });
+          return false;
+        }
+        attempts++;
       }
+      span.set({
+        "kubeno.leader_election.attempts": attempts,
+        "kubeno.leader_election.result": "acquired",
+      });
+      return true;
+    }, { root: true });
+    if (!acquired) {
+      this.#electedReject(signal.reason);
+      return "stopped";
     }
     this.#reportTransition();
     log.info("Acquired lease {lease}", { lease: this.#describe(), identity: this.identity });
     this.#startLeading();
     const end = await this.#renewLoop(signal);
+    if (end === "lost") {
+      inSpan("leader election lost", () => this.#spanAttributes(), () => {}, { root: true });
+    }
     this.#stopLeading(end);
     if (end === "stopped" && (this.#o.releaseOnCancel ?? true)) await this.#release();
     return end;
@@ -307,6 +329,14 @@ export class LeaderElector implements AsyncDisposable {
       }
       if (this.#clock.now() >= deadline) return this.#lostByDeadline();
     }
+  }
+
+  #spanAttributes(): Record<string, string> {
+    return {
+      "kubeno.lease": this.#describe(),
+      "kubeno.leader_election.identity": this.identity,
+      "kubeno.leader_election.holder": this.#lease?.spec?.holderIdentity ?? "",
+    };
   }
 
   #lostByDeadline(): "lost" {

@@ -48,6 +48,7 @@
  * @module
  */
 import { getLogger } from "../../util/log.ts";
+import { inSpan } from "../../util/trace.ts";
 import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
@@ -508,7 +509,12 @@ export class ShardCoordinator {
       const holder = holders[i];
       const other = holder && holder !== this.identity ? holder : undefined;
       if (other && !(await fenced.get(other))) return;
-      if (this.#stopping || this.#lost || !(await this.#take(i, shardLeases[i]))) return;
+      if (this.#stopping || this.#lost) return;
+      const took = await inSpan("shard take", () => ({
+        ...this.#spanAttributes(i),
+        "kubeno.shard.from": other,
+      }), () => this.#take(i, shardLeases[i]));
+      if (!took) return;
       gained.add(i);
       this.#o.metrics?.handoff?.(other ? "took-over" : "acquired", i);
       if (other) {
@@ -578,6 +584,14 @@ export class ShardCoordinator {
   async #release(shards: number[]): Promise<void> {
     const set = new Set(shards);
     this.#setActive(new Set([...this.#active].filter((i) => !set.has(i))));
+    // The drain and the Leases' release in one span; the share left the cache before it.
+    await inSpan("shard release", () => ({
+      ...this.#spanAttributes(),
+      "kubeno.shards": shards.join(","),
+    }), () => this.#drainAndFree(shards, set));
+  }
+
+  async #drainAndFree(shards: number[], set: Set<number>): Promise<void> {
     const started = this.#clock.now();
     await this.#o.drain?.((obj) => set.has(this.shardOf(obj)));
     const drainSeconds = (this.#clock.now() - started) / 1000;
@@ -591,6 +605,14 @@ export class ShardCoordinator {
         ms: Math.round(drainSeconds * 1000),
       });
     }));
+  }
+
+  #spanAttributes(shard?: number): Record<string, string | number | undefined> {
+    return {
+      "kubeno.sharding.name": this.name,
+      "kubeno.sharding.identity": this.identity,
+      "kubeno.shard": shard,
+    };
   }
 
   /** Writes an empty holder to a shard Lease this replica holds. */
