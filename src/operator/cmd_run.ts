@@ -46,6 +46,7 @@ import { awaitApiServer } from "./_startup.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
+import { sizeHeap } from "./_heap_sizing.ts";
 import { getLogger } from "../util/log.ts";
 import { readCertificateDir } from "../webhook/cert_dir.ts";
 
@@ -104,6 +105,8 @@ once the caches have synced (standbys included).`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
+    // First, before anything connects or listens: this may replace the process (see there).
+    sizeHeap(settings.memoryLimit);
     // Local configuration first: a certificate directory that cannot be read fails at once,
     // not after waiting the whole start-up timeout for an API server that may be away.
     if (settings.webhook?.certPath) await readCertificateDir(settings.webhook.certPath);
