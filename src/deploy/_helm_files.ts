@@ -6,7 +6,7 @@
  */
 import type { KubeObject } from "../core/object.ts";
 import { toYaml } from "../util/yaml.ts";
-import type { OperatorManifestsInit } from "./manifests.ts";
+import { type OperatorManifestsInit, v8FlagsForLimit } from "./manifests.ts";
 
 /** What the files describe. */
 export interface ChartFacts extends OperatorManifestsInit {
@@ -25,6 +25,14 @@ const block = (key: string, value: unknown, indent = "") =>
       ? ` ${JSON.stringify(value)}`
       : `\n${toYaml([value]).trimEnd().split("\n").map((l) => `${indent}  ${l}`).join("\n")}`
   }\n`;
+
+/** Heap per 1,000 cached objects of the converge workload (tests/memory_limit_test.ts). */
+const MIB_PER_1000 = "2.5";
+
+function env(c: any, name: string): string | undefined {
+  return (c.env as { name: string; value?: string }[] | undefined)?.find((e) => e.name === name)
+    ?.value;
+}
 
 /** `values.yaml`: every value, commented, its default what `manifests` generates. */
 export function valuesYaml(
@@ -96,8 +104,25 @@ webhook:
 `
       : ""
   }
-# The operator container's resources.
+# The operator container's resources. Memory: the operator keeps every object it watches
+# (its own kind and what it owns) in its cache. Measured with the benchmark's converge
+# workload (a small custom resource and one owned ConfigMap each): ${MIB_PER_1000} MiB of
+# heap per 1,000 cached objects, on top of about 100 MiB of native memory and an idle heap
+# under 256Mi; 10,000 such resources (20,000 cached objects) converge within the default
+# 256Mi with room to spare. Large objects (ConfigMaps of 1 KiB) cost about twice as much.
+# Size the limit as about 100 MiB + (MiB per 1,000 objects × thousands of objects) / 0.7,
+# and set v8Flags below to match it.
 ${block("resources", c.resources ?? {})}
+# DENO_V8_FLAGS of the operator: the V8 heap budget for resources.limits.memory (70% of the
+# limit above 32 MiB; the rest is native memory). Change it together with the limit:
+${
+    ["256Mi", "512Mi", "1Gi", "2Gi"].map((l) => `#   ${l.padEnd(5)} ${v8FlagsForLimit(l)}`).join(
+      "\n",
+    )
+  }
+# Empty leaves V8's default (sized to the node's memory, not the limit: "run" warns).
+v8Flags: ${JSON.stringify(env(c, "DENO_V8_FLAGS") ?? "")}
+
 # The pod's and the container's security contexts.
 ${block("podSecurityContext", pod.securityContext ?? {})}${
     block("securityContext", c.securityContext ?? {})
@@ -158,6 +183,7 @@ export function valuesSchema(serves: boolean): Record<string, unknown> {
         }
         : {}),
       resources: object,
+      v8Flags: { type: "string" },
       podSecurityContext: object,
       securityContext: object,
       podAnnotations: { type: "object", additionalProperties: { type: "string" } },

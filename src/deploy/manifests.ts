@@ -102,7 +102,7 @@ export const DEFAULT_MEMORY_REQUEST = "128Mi";
  * restart itself with (a compiled operator cannot: it has no FFI permission).
  *
  * @param limit A Kubernetes memory quantity, e.g. `256Mi`.
- * @returns E.g. `--max-old-space-size=167,--max-semi-space-size=4`.
+ * @returns E.g. `--max-old-space-size=144,--max-semi-space-size=4`.
  * @throws {RangeError} When `limit` is not a memory quantity.
  */
 export function v8FlagsForLimit(limit: string): string {
