@@ -56,20 +56,19 @@ async function startToReady(variant: string): Promise<number> {
     stdout: "null",
     stderr: "null",
   }).spawn();
-  try {
-    for (;;) {
-      try {
-        const r = await fetch(`http://127.0.0.1:${port}/readyz`);
-        await r.body?.cancel();
-        if (r.status === 200) return performance.now() - t0;
-      } catch { /* not listening yet */ }
-      await new Promise((r) => setTimeout(r, 2));
-    }
-  } finally {
-    child.kill("SIGTERM");
-    const s = await child.status;
-    if (s.code !== 0) throw new Error(`The operator (${variant}) exited with ${s.code}`);
+  let ms: number | undefined;
+  while (ms === undefined) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+      await r.body?.cancel();
+      if (r.status === 200) ms = performance.now() - t0;
+    } catch { /* not listening yet */ }
+    if (ms === undefined) await new Promise((r) => setTimeout(r, 2));
   }
+  child.kill("SIGTERM");
+  const s = await child.status;
+  if (s.code !== 0) throw new Error(`The operator (${variant}) exited with ${s.code}`);
+  return ms;
 }
 
 const variants = ["none", "reexec", "preset"];
