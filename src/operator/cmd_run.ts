@@ -30,7 +30,7 @@
  * then releases the shards and leaves.
  *
  * Memory: before anything else `run` sizes the V8 heap to the container's memory limit (see
- * `_heap_sizing.ts`).
+ * `src/util/memory_limit.ts`).
  *
  * Watch scope: `--watch-namespace a,b`, else the `WATCH_NAMESPACE` environment variable, else
  * all namespaces. `POD_NAMESPACE` (set by the generated Deployment) is the operator's own
@@ -49,7 +49,7 @@ import { awaitApiServer } from "./_startup.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
-import { sizeHeap } from "./_heap_sizing.ts";
+import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
 import { readCertificateDir } from "../webhook/cert_dir.ts";
 
