@@ -27,7 +27,7 @@ const block = (key: string, value: unknown, indent = "") =>
   }\n`;
 
 /** Heap per 1,000 cached objects of the converge workload (tests/memory_limit_test.ts). */
-const MIB_PER_1000 = "2.5";
+const MIB_PER_1000 = "2.2";
 
 function env(c: any, name: string): string | undefined {
   return (c.env as { name: string; value?: string }[] | undefined)?.find((e) => e.name === name)
@@ -104,14 +104,14 @@ webhook:
 `
       : ""
   }
-# The operator container's resources. Memory: the operator keeps every object it watches
-# (its own kind and what it owns) in its cache. Measured with the benchmark's converge
-# workload (a small custom resource and one owned ConfigMap each): ${MIB_PER_1000} MiB of
-# heap per 1,000 cached objects, on top of about 100 MiB of native memory and an idle heap
-# under 256Mi; 10,000 such resources (20,000 cached objects) converge within the default
-# 256Mi with room to spare. Large objects (ConfigMaps of 1 KiB) cost about twice as much.
-# Size the limit as about 100 MiB + (MiB per 1,000 objects × thousands of objects) / 0.7,
-# and set v8Flags below to match it.
+# The operator container's resources. Memory: the operator caches every object it watches
+# (its own kind and what it owns). Measured under the default 256Mi limit with the benchmark's
+# converge workload (a small custom resource and its owned ConfigMap; tests/memory_limit_test.ts):
+# an idle heap of 14 MiB, ${MIB_PER_1000} MiB more per 1,000 cached objects, and up to about 100 MiB
+# of native memory beside the heap; 10,000 resources (20,000 cached objects) peaked at 106 MiB
+# charged to the cgroup (150 MiB resident). The heap may use 70% of the limit above 32 MiB, so
+# a limit of 32 MiB + (14 + ${MIB_PER_1000} × thousands of objects) × 1.5 / 0.7 leaves the converge
+# burst half as much again; keep the limit at least 256Mi, and v8Flags below matching it.
 ${block("resources", c.resources ?? {})}
 # DENO_V8_FLAGS of the operator: the V8 heap budget for resources.limits.memory (70% of the
 # limit above 32 MiB; the rest is native memory). Change it together with the limit:
