@@ -219,7 +219,8 @@ export function readCgroupMemoryLimit(files: CgroupFiles = fsFiles): CgroupMemor
 //    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the
 //    budget — so the kubelet still sees one process, signals and the exit code need no
 //    forwarding, and no parent stays resident inside the limit. Spawning a child instead
-//    would keep the parent (~60 MiB with the operator's modules loaded) inside the cgroup.
+//    would keep the parent inside the cgroup: 70 MiB resident once the operator's modules
+//    are loaded (measured).
 // 3. Otherwise (a compiled operator holds only its own permissions) it logs one warning with
 //    the DENO_V8_FLAGS to set, and runs on.
 
