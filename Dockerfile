@@ -11,10 +11,12 @@ ARG ENTRY=examples/myapp.ts
 WORKDIR /src
 COPY deno.json deno.lock ./
 COPY . .
-# Exactly an operator's permissions (kubeno compile --in-cluster prints the same list).
+# Exactly an operator's permissions (kubeno compile --in-cluster prints the same list). No
+# --v8-flags: compiled-in flags win over DENO_V8_FLAGS, through which the generated Deployment
+# sizes the heap to its memory limit (README, "Memory").
 RUN deno install --entrypoint "${ENTRY}" \
  && deno compile \
-      --allow-net --allow-read=/var/run/secrets/kubernetes.io,/tmp --allow-write=/tmp \
+      --allow-net --allow-read=/var/run/secrets/kubernetes.io,/tmp,/proc/self/cgroup,/sys/fs/cgroup --allow-write=/tmp \
       --allow-env --allow-sys=hostname \
       --output /out/operator "${ENTRY}"
 

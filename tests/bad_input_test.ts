@@ -487,6 +487,12 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
     ["run", "--watch-namespace=ok,Bad_NS"],
     /Flag "--watch-namespace" takes namespace names .*, not "Bad_NS"/,
   );
+  await usage(
+    "F20",
+    "invalid memory limit",
+    ["run", "--memory-limit=256MB"],
+    /Flag "--memory-limit" takes a quantity such as 256Mi, 1Gi or bytes, or "none", not "256MB"/,
+  );
   const file = `${tmp}/a-file`;
   await Deno.writeTextFile(file, "");
   await usage(

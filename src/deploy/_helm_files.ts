@@ -6,7 +6,7 @@
  */
 import type { KubeObject } from "../core/object.ts";
 import { toYaml } from "../util/yaml.ts";
-import type { OperatorManifestsInit } from "./manifests.ts";
+import { type OperatorManifestsInit, v8FlagsForLimit } from "./manifests.ts";
 
 /** What the files describe. */
 export interface ChartFacts extends OperatorManifestsInit {
@@ -25,6 +25,14 @@ const block = (key: string, value: unknown, indent = "") =>
       ? ` ${JSON.stringify(value)}`
       : `\n${toYaml([value]).trimEnd().split("\n").map((l) => `${indent}  ${l}`).join("\n")}`
   }\n`;
+
+/** Heap per 1,000 cached objects of the converge workload (tests/memory_limit_test.ts). */
+const MIB_PER_1000 = "2.2";
+
+function env(c: any, name: string): string | undefined {
+  return (c.env as { name: string; value?: string }[] | undefined)?.find((e) => e.name === name)
+    ?.value;
+}
 
 /** `values.yaml`: every value, commented, its default what `manifests` generates. */
 export function valuesYaml(
@@ -100,8 +108,25 @@ webhook:
 `
       : ""
   }
-# The operator container's resources.
+# The operator container's resources. Memory: the operator caches every object it watches
+# (its own kind and what it owns). Measured under the default 256Mi limit with the benchmark's
+# converge workload (a small custom resource and its owned ConfigMap; tests/memory_limit_test.ts):
+# an idle heap of 14 MiB, ${MIB_PER_1000} MiB more per 1,000 cached objects, and up to about 100 MiB
+# of native memory beside the heap; 10,000 resources (20,000 cached objects) peaked at 106 MiB
+# charged to the cgroup (150 MiB resident). The heap may use 70% of the limit above 32 MiB, so
+# a limit of 32 MiB + (14 + ${MIB_PER_1000} × thousands of objects) × 1.5 / 0.7 leaves the converge
+# burst half as much again; keep the limit at least 256Mi, and v8Flags below matching it.
 ${block("resources", c.resources ?? {})}
+# DENO_V8_FLAGS of the operator: the V8 heap budget for resources.limits.memory (70% of the
+# limit above 32 MiB; the rest is native memory). Change it together with the limit:
+${
+    ["256Mi", "512Mi", "1Gi", "2Gi"].map((l) => `#   ${l.padEnd(5)} ${v8FlagsForLimit(l)}`).join(
+      "\n",
+    )
+  }
+# Empty leaves V8's default (sized to the node's memory, not the limit: "run" warns).
+v8Flags: ${JSON.stringify(env(c, "DENO_V8_FLAGS") ?? "")}
+
 # The pod's and the container's security contexts.
 ${block("podSecurityContext", pod.securityContext ?? {})}${
     block("securityContext", c.securityContext ?? {})
@@ -163,6 +188,7 @@ export function valuesSchema(serves: boolean): Record<string, unknown> {
         }
         : {}),
       resources: object,
+      v8Flags: { type: "string" },
       podSecurityContext: object,
       securityContext: object,
       podAnnotations: { type: "object", additionalProperties: { type: "string" } },

@@ -201,6 +201,9 @@ function deployment(t: TemplateBuilder, dep: KubeObject, serves: boolean): KubeO
   pod.affinity = t.optional("$.Values.affinity");
   c.imagePullPolicy = t.optionalScalar("$.Values.image.pullPolicy");
   c.resources = t.block("$.Values.resources");
+  for (const e of c.env ?? []) {
+    if (e.name === "DENO_V8_FLAGS") e.value = t.value("$.Values.v8Flags | quote");
+  }
   c.securityContext = t.block("$.Values.securityContext");
   const args: unknown[] = [];
   for (const a of c.args as string[]) {

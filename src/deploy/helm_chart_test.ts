@@ -49,9 +49,10 @@ Deno.test("helmChart: Chart.yaml, values defaults, CRDs in crds/, templates", ()
   assert.equal(values.replicas, 1);
   assert.equal(values.leaderElection.enabled, true);
   assert.deepEqual(values.resources, {
-    requests: { cpu: "10m", memory: "64Mi" },
+    requests: { cpu: "10m", memory: "128Mi" },
     limits: { memory: "256Mi" },
   });
+  assert.equal(values.v8Flags, "--max-old-space-size=144,--max-semi-space-size=4");
   assert.equal(values.webhook, undefined, "no webhook values without webhooks");
   assert.match(chart["README.md"], /`helm uninstall` leaves them/);
   assert.match(

@@ -10,6 +10,7 @@ import type { KubeObject } from "../core/object.ts";
 import { deriveRbac, type OperatorController } from "./rbac.ts";
 import type { OperatorWebhook } from "../webhook/manifests.ts";
 import { usesConversionWebhook, withConversionWebhook } from "../webhook/conversion_config.ts";
+import { heapBudget, heapFlags, parseMemoryQuantity } from "../util/memory_limit.ts";
 
 /** What {@link operatorManifests} generates from. */
 export interface OperatorManifestsInit {
@@ -92,6 +93,30 @@ export interface OperatorManifests {
   webhooks: KubeObject[];
   /** Everything, in an order that applies cleanly in one pass. */
   all: KubeObject[];
+}
+
+/**
+ * The generated Deployment's memory limit. `run` sizes the V8 heap to it (the Deployment's
+ * DENO_V8_FLAGS carries the same budget, so no restart is needed); a 256Mi operator holds
+ * 10,000 converging objects with room to spare (tests/memory_limit_test.ts).
+ */
+export const DEFAULT_MEMORY_LIMIT = "256Mi";
+
+/** The generated Deployment's memory request: an operator's resident memory once loaded. */
+export const DEFAULT_MEMORY_REQUEST = "128Mi";
+
+/**
+ * The DENO_V8_FLAGS for a container memory limit: the heap budget `run` would otherwise
+ * restart itself with (a compiled operator cannot: it has no FFI permission).
+ *
+ * @param limit A Kubernetes memory quantity, e.g. `256Mi`.
+ * @returns E.g. `--max-old-space-size=144,--max-semi-space-size=4`.
+ * @throws {RangeError} When `limit` is not a memory quantity.
+ */
+export function v8FlagsForLimit(limit: string): string {
+  const bytes = parseMemoryQuantity(limit);
+  if (bytes === undefined) throw new RangeError(`Cannot parse the memory limit "${limit}"`);
+  return heapFlags(heapBudget(bytes));
 }
 
 /** The drain deadline for in-flight reconciles that the generated Deployment passes to `run`. */
@@ -462,6 +487,9 @@ function deployment(
               ...(init.sharding
                 ? [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]
                 : []),
+              // The heap budget of the limit below; change both together (`run` warns when
+              // the heap is larger than the limit allows).
+              { name: "DENO_V8_FLAGS", value: v8FlagsForLimit(DEFAULT_MEMORY_LIMIT) },
             ],
             ports: [
               { name: "metrics", containerPort: ports.metrics, protocol: "TCP" },
@@ -474,7 +502,10 @@ function deployment(
             volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
             livenessProbe: probe("/healthz", 15),
             readinessProbe: probe("/readyz", 5),
-            resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+            resources: {
+              requests: { cpu: "10m", memory: DEFAULT_MEMORY_REQUEST },
+              limits: { memory: DEFAULT_MEMORY_LIMIT },
+            },
             securityContext: {
               runAsNonRoot: true,
               readOnlyRootFilesystem: true,

@@ -87,7 +87,12 @@ Deno.test("operatorManifests: the Deployment is locked down, probed and leader-e
   assert.deepEqual(c.env, [{
     name: "POD_NAMESPACE",
     valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+  }, {
+    // The heap budget of the memory limit (src/util/memory_limit.ts), so `run` need not restart.
+    name: "DENO_V8_FLAGS",
+    value: "--max-old-space-size=144,--max-semi-space-size=4",
   }]);
+  assert.deepEqual(c.resources.limits, { memory: "256Mi" });
 });
 
 Deno.test("operatorManifests with watchNamespaces: Roles per namespace instead of a ClusterRole", () => {

@@ -1,10 +1,12 @@
 /**
  * The standard `process_*` metrics (as client_golang's process collector names them), read
- * from `/proc/self` on Linux and from `Deno.memoryUsage()` elsewhere.
+ * from `/proc/self` on Linux and from `Deno.memoryUsage()` elsewhere, and the V8 heap's
+ * `nodejs_heap_*` metrics (as Node's prom-client names them) with its limit.
  *
  * @module
  */
 
+import { getHeapStatistics } from "node:v8";
 import type { Registry } from "./registry.ts";
 
 // procfs reports CPU time in USER_HZ ticks, 100 on every Linux that Kubernetes runs on.
@@ -15,7 +17,10 @@ const FALLBACK_START = (Date.now() - performance.now()) / 1000;
 /**
  * Adds `process_cpu_seconds_total`, `process_resident_memory_bytes`,
  * `process_virtual_memory_bytes`, `process_start_time_seconds`, `process_open_fds` and
- * `process_max_fds`, refreshed at every scrape. Metrics whose source is unavailable (no
+ * `process_max_fds`, and the V8 heap's `nodejs_heap_size_used_bytes`,
+ * `nodejs_heap_size_total_bytes`, `nodejs_heap_size_limit_bytes` (what the heap may grow to:
+ * `run` sizes it to the memory limit) and `nodejs_external_memory_bytes`, refreshed at every
+ * scrape. Metrics whose source is unavailable (no
  * `/proc`, or no read permission) are left out rather than reported as 0; resident memory
  * and start time are always there.
  *
@@ -30,6 +35,7 @@ const FALLBACK_START = (Date.now() - performance.now()) / 1000;
  * registerProcessMetrics(registry);
  * const text = await registry.metrics();
  * if (!/^process_resident_memory_bytes \d/m.test(text)) throw new Error(text);
+ * if (!/^nodejs_heap_size_limit_bytes \d/m.test(text)) throw new Error(text);
  * ```
  */
 export function registerProcessMetrics(registry: Registry): void {
@@ -41,10 +47,33 @@ export function registerProcessMetrics(registry: Registry): void {
     name: "process_start_time_seconds",
     help: "Start time of the process since unix epoch in seconds.",
   });
+  const heap = {
+    used: registry.gauge({
+      name: "nodejs_heap_size_used_bytes",
+      help: "V8 heap used in bytes.",
+    }),
+    total: registry.gauge({
+      name: "nodejs_heap_size_total_bytes",
+      help: "V8 heap size in bytes.",
+    }),
+    limit: registry.gauge({
+      name: "nodejs_heap_size_limit_bytes",
+      help: "V8 heap limit in bytes: the size past which the process fails with out of memory.",
+    }),
+    external: registry.gauge({
+      name: "nodejs_external_memory_bytes",
+      help: "Memory of array buffers and other objects outside the V8 heap, in bytes.",
+    }),
+  };
   let procStart: number | undefined;
   let bootTime: number | undefined;
   registry.onCollect(async () => {
-    rss.set(undefined, Deno.memoryUsage().rss);
+    const mem = Deno.memoryUsage();
+    rss.set(undefined, mem.rss);
+    heap.used.set(undefined, mem.heapUsed);
+    heap.total.set(undefined, mem.heapTotal);
+    heap.limit.set(undefined, getHeapStatistics().heap_size_limit);
+    heap.external.set(undefined, mem.external);
     start.set(undefined, procStart ?? FALLBACK_START);
     const stat = await readProc("/proc/self/stat");
     if (!stat) return;

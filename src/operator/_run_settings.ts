@@ -8,6 +8,7 @@ import { isDnsLabel } from "../util/names.ts";
 import { DEFAULT_SHARDS, type ShardingOptions } from "../runtime/sharding/coordinator.ts";
 import { METRICS_FLAGS, type MetricsSettings, metricsSettings } from "./_metrics.ts";
 import { GRACEFUL_SHUTDOWN_MS } from "../deploy/manifests.ts";
+import { parseMemoryQuantity } from "../util/memory_limit.ts";
 import type { Client } from "../client/client.ts";
 import {
   type CommandContext,
@@ -120,6 +121,13 @@ export const RUN_FLAGS: readonly FlagSpec[] = [
     description: "Port of the admission webhook server",
   },
   {
+    name: "memory-limit",
+    type: "string",
+    valueName: "QUANTITY",
+    description:
+      "Size the V8 heap for this memory limit (256Mi, 1Gi, bytes) instead of the container's; none turns sizing off",
+  },
+  {
     name: "webhook-cert-path",
     type: "string",
     valueName: "DIR",
@@ -159,6 +167,11 @@ export interface RunSettings {
   metrics?: MetricsSettings;
   /** Where to serve `/healthz` and `/readyz`, or undefined when disabled. */
   healthAddress?: string;
+  /**
+   * The memory limit to size the V8 heap for (`--memory-limit`), in bytes: undefined reads the
+   * container's (cgroup) limit, null turns sizing off.
+   */
+  memoryLimit?: number | null;
   /** The webhook server's port and supplied certificate directory, when there are webhooks. */
   webhook?: { port: number; certPath?: string };
 }
@@ -237,6 +250,7 @@ export function runSettings(def: OperatorDefinition, flags: Flags): RunSettings 
   }
   const settings: RunSettings = {
     watchNamespaces,
+    memoryLimit: memoryLimit(str("memory-limit")),
     leaderElection: elect
       ? {
         name: d.leaseName,
@@ -296,6 +310,18 @@ function checkPorts(s: RunSettings): void {
     }
     used.set(port, flag);
   }
+}
+
+function memoryLimit(text: string | undefined): number | null | undefined {
+  if (text === undefined) return undefined;
+  if (text === "none") return null;
+  const bytes = parseMemoryQuantity(text);
+  if (bytes === undefined) {
+    throw new UsageError(
+      `Flag "--memory-limit" takes a quantity such as 256Mi, 1Gi or bytes, or "none", not "${text}"`,
+    );
+  }
+  return bytes;
 }
 
 function bindAddress(address: string, flag: string): string | undefined {

@@ -29,6 +29,9 @@
  * code 1 at once, like losing the leader's Lease. A graceful stop drains the controllers,
  * then releases the shards and leaves.
  *
+ * Memory: before anything else `run` sizes the V8 heap to the container's memory limit (see
+ * `src/util/memory_limit.ts`).
+ *
  * Watch scope: `--watch-namespace a,b`, else the `WATCH_NAMESPACE` environment variable, else
  * all namespaces. `POD_NAMESPACE` (set by the generated Deployment) is the operator's own
  * namespace — where its Lease lives — and does not limit what it watches; to watch only the
@@ -46,6 +49,7 @@ import { awaitApiServer } from "./_startup.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
+import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
 import { readCertificateDir } from "../webhook/cert_dir.ts";
 
@@ -104,10 +108,19 @@ server restarts, raise both, keeping lease duration > renew deadline (e.g.
 over a dead leader that much later.
 
 /healthz fails when a watch is stalled or the Lease renewals are wedged; /readyz passes
-once the caches have synced (standbys included).`,
+once the caches have synced (standbys included).
+
+Memory: first of all, run sizes the V8 heap to the container's memory limit (cgroup v2
+memory.max, cgroup v1 memory.limit_in_bytes; --memory-limit overrides, --memory-limit=none
+turns sizing off): 70% of the limit above 32 MiB, the rest left to native memory. When V8's
+heap limit is larger, it restarts itself once in place (same pid, DENO_V8_FLAGS carrying the
+budget) where FFI is permitted (deno run -A), and otherwise logs the DENO_V8_FLAGS to set; the
+generated Deployment sets them from its limit, so no restart is needed there.`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     const settings = runSettings(ctx.def, ctx.flags);
+    // First, before anything connects or listens: this may replace the process (see there).
+    sizeHeap(settings.memoryLimit);
     // Local configuration first: a certificate directory that cannot be read fails at once,
     // not after waiting the whole start-up timeout for an API server that may be away.
     if (settings.webhook?.certPath) await readCertificateDir(settings.webhook.certPath);

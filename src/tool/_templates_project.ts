@@ -63,7 +63,9 @@ export function dockerfile(p: ProjectNames, permissions: string[], denoVersion: 
 #
 # The binary gets only the permissions an operator needs (from \`kubeno compile\`): network,
 # reading the service-account token, its temp dir (for the webhook server's socket), the
-# environment and the hostname (the leader-election identity).
+# environment, the hostname (the leader-election identity) and the memory limit (cgroup). No
+# --v8-flags: compiled-in flags win over DENO_V8_FLAGS, through which the generated Deployment
+# sizes the V8 heap to its memory limit.
 ARG DENO_VERSION=${denoVersion}
 
 FROM denoland/deno:\${DENO_VERSION} AS build

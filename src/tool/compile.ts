@@ -10,7 +10,13 @@
  *   `--allow-net-hosts` only those hosts plus the default listen addresses.
  * - `--allow-read`: the in-cluster service-account files (`/var/run/secrets/kubernetes.io`),
  *   kubeconfig files (`~/.kube` and the files in `KUBECONFIG` at compile time, plus
- *   `--allow-read`), and the temp dir, where the webhook server keeps its Unix socket.
+ *   `--allow-read`), the temp dir, where the webhook server keeps its Unix socket, and the
+ *   container's memory limit (`/proc/self/cgroup`, `/sys/fs/cgroup`), which `run` compares
+ *   the V8 heap with.
+ *
+ * No `--v8-flags`: flags compiled in come after DENO_V8_FLAGS and win over it (measured on
+ * Deno 2.9.6), so a heap size baked into the binary could not follow the Deployment's limit;
+ * the generated Deployment sets DENO_V8_FLAGS from its limit instead.
  * - `--allow-write`: the temp dir (that socket).
  * - `--allow-env`: all variables. kubeno reads `KUBECONFIG`, `HOME`, `POD_NAMESPACE`,
  *   `WATCH_NAMESPACE`, `KUBERNETES_SERVICE_HOST`/`PORT` and `HOSTNAME`, but the `debug`
@@ -33,6 +39,9 @@ import { type CommandIo, firstLine } from "../util/cli_io.ts";
 
 /** The in-cluster service-account directory. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io";
+
+/** Where `run` reads the container's memory limit. */
+export const CGROUP_PATHS = ["/proc/self/cgroup", "/sys/fs/cgroup"] as const;
 
 /**
  * Addresses an operator listens on by default: metrics (8443 secure, 8080 plain), probes,
@@ -79,7 +88,7 @@ export interface OperatorPermissionsOptions {
  * project made by `kubeno init` holds this list with its defaults.
  *
  * @param options Hosts, listen addresses, kubeconfig paths, temp dir.
- * @returns The flags, e.g. `["--allow-net", "--allow-read=/var/run/secrets/kubernetes.io,/tmp", ...]`.
+ * @returns The flags, e.g. `["--allow-net", "--allow-read=/var/run/secrets/kubernetes.io,/tmp,...", ...]`.
  *
  * @example The permissions of an operator running in a cluster
  * ```ts
@@ -101,7 +110,12 @@ export function operatorPermissions(options: OperatorPermissionsOptions = {}): s
   const net = hosts.length
     ? `--allow-net=${unique([...hosts, ...(options.listen ?? DEFAULT_LISTEN)]).join(",")}`
     : "--allow-net";
-  const read = unique([SERVICE_ACCOUNT_DIR, ...(options.kubeconfigPaths ?? []), tmp]);
+  const read = unique([
+    SERVICE_ACCOUNT_DIR,
+    ...(options.kubeconfigPaths ?? []),
+    tmp,
+    ...CGROUP_PATHS,
+  ]);
   return [
     net,
     `--allow-read=${read.join(",")}`,

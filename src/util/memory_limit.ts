@@ -1,0 +1,356 @@
+// The container's memory limit and the V8 heap that fits in it. V8 sizes its heap from the
+// machine's physical memory (4 GiB on this 24 GiB host), never from a cgroup limit, so an
+// operator in a 256Mi container lets its heap grow until the kernel kills it. Sizing the heap
+// is a share of the limit, as Java's -XX:MaxRAMPercentage is: the rest is native memory
+// (the deno binary's pages, V8's code space, TLS and HTTP buffers, array buffers behind
+// responses), which no V8 flag bounds. The numbers behind the share are in
+// /work/notes/issue-29-memory.md and the README's "Memory" section.
+//
+// Pure apart from `readCgroupMemoryLimit`, which reads /proc and /sys, and `sizeHeap` below.
+import { getHeapStatistics } from "node:v8";
+import { getLogger } from "./log.ts";
+
+/** One mebibyte. */
+const MI = 1024 * 1024;
+
+/**
+ * Native memory every Deno process holds whatever its load, in MiB: the resident memory of an
+ * empty script less its heap (33 MiB resident, 4.5 MiB of heap, Deno 2.9.6 on Linux x86-64).
+ */
+export const NATIVE_BASE_MIB = 32;
+
+/**
+ * The share of the memory limit above {@linkcode NATIVE_BASE_MIB} given to the V8 heap (old
+ * and young generation); the rest is native memory that grows with the load (HTTP and TLS
+ * buffers, response bodies, the allocator's slack). With 10,000 objects converging, resident
+ * memory less heap was 77 MiB with the sized heap and 100 MiB without: 30% of a 256Mi limit
+ * above the base leaves 99 MiB for native memory there.
+ */
+export const HEAP_FRACTION = 0.7;
+
+/** Limits at or above this are "no limit" (cgroup v1 reports 2^63 rounded down to a page). */
+const UNLIMITED = 2 ** 60;
+
+/** The V8 heap sized for a memory limit. */
+export interface HeapBudget {
+  /** The memory limit it was sized for, in bytes. */
+  limitBytes: number;
+  /** `--max-old-space-size`, in MiB. */
+  oldSpaceMiB: number;
+  /** `--max-semi-space-size`, in MiB. */
+  semiSpaceMiB: number;
+  /**
+   * The heap limit V8 then reports (`heap_size_limit`): the old space plus a young
+   * generation of three semi-spaces, in bytes.
+   */
+  heapLimitBytes: number;
+}
+
+/**
+ * The V8 heap for a memory limit: {@linkcode HEAP_FRACTION} of what is above
+ * {@linkcode NATIVE_BASE_MIB}, of which a young generation of three semi-spaces, each 1/64 of
+ * the limit between 1 and 16 MiB (V8's default is 32 MiB: a 96 MiB young generation, which
+ * alone was the difference between 141 and 72 MiB of peak heap at 10,000 objects), and the
+ * old space the rest, at least 16 MiB.
+ *
+ * @param limitBytes The container's memory limit in bytes.
+ * @returns The budget.
+ * @throws {RangeError} When `limitBytes` is not a positive number.
+ *
+ * @example The generated Deployment's 256Mi
+ * ```ts
+ * import { heapBudget } from "./memory_limit.ts";
+ * const b = heapBudget(256 * 1024 * 1024);
+ * if (b.oldSpaceMiB !== 144 || b.semiSpaceMiB !== 4) throw new Error(JSON.stringify(b));
+ * ```
+ */
+export function heapBudget(limitBytes: number): HeapBudget {
+  if (!(limitBytes > 0) || !Number.isFinite(limitBytes)) {
+    throw new RangeError(`Cannot size a heap for the memory limit "${limitBytes}"`);
+  }
+  const limitMiB = limitBytes / MI;
+  const semiSpaceMiB = Math.min(16, Math.max(1, Math.round(limitMiB / 64)));
+  const heapMiB = Math.floor((limitMiB - NATIVE_BASE_MIB) * HEAP_FRACTION);
+  const oldSpaceMiB = Math.max(16, heapMiB - 3 * semiSpaceMiB);
+  return {
+    limitBytes,
+    oldSpaceMiB,
+    semiSpaceMiB,
+    heapLimitBytes: (oldSpaceMiB + 3 * semiSpaceMiB) * MI,
+  };
+}
+
+/**
+ * The V8 flags of a budget as `DENO_V8_FLAGS` and `--v8-flags=` take them (comma-separated;
+ * Deno splits `DENO_V8_FLAGS` on commas only).
+ *
+ * @param budget From {@linkcode heapBudget}.
+ * @returns E.g. `--max-old-space-size=144,--max-semi-space-size=4`.
+ *
+ * @example Flags for 256Mi
+ * ```ts
+ * import { heapBudget, heapFlags } from "./memory_limit.ts";
+ * const flags = heapFlags(heapBudget(256 * 1024 * 1024));
+ * if (flags !== "--max-old-space-size=144,--max-semi-space-size=4") throw new Error(flags);
+ * ```
+ */
+export function heapFlags(budget: HeapBudget): string {
+  return `--max-old-space-size=${budget.oldSpaceMiB},--max-semi-space-size=${budget.semiSpaceMiB}`;
+}
+
+const UNITS: Record<string, number> = {
+  "": 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+};
+
+/**
+ * Parses a memory quantity as Kubernetes writes it (`256Mi`, `1Gi`, `500M`, `268435456`).
+ *
+ * @param text The quantity.
+ * @returns Bytes, or undefined when `text` is not a positive quantity.
+ *
+ * @example Quantities
+ * ```ts
+ * import { parseMemoryQuantity } from "./memory_limit.ts";
+ * if (parseMemoryQuantity("256Mi") !== 268435456) throw new Error();
+ * if (parseMemoryQuantity("1.5Gi") !== 1610612736) throw new Error();
+ * if (parseMemoryQuantity("256MB") !== undefined) throw new Error();
+ * ```
+ */
+export function parseMemoryQuantity(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(|k|M|G|T|Ki|Mi|Gi|Ti)$/.exec(text.trim());
+  if (!m) return undefined;
+  const bytes = Math.floor(Number(m[1]) * UNITS[m[2]]);
+  return bytes > 0 ? bytes : undefined;
+}
+
+/** Where a memory limit was read. */
+export interface CgroupMemoryLimit {
+  /** The limit in bytes, or undefined for none ("max", or a huge value). */
+  bytes?: number;
+  /** The file it came from. */
+  source: string;
+}
+
+/** Files to read, injectable for tests. */
+export interface CgroupFiles {
+  /** Reads a file's text, or returns undefined when it is absent or unreadable. */
+  read(path: string): string | undefined;
+}
+
+const fsFiles: CgroupFiles = {
+  read(path) {
+    try {
+      return Deno.readTextFileSync(path);
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+/**
+ * Reads the memory limit of this process's own cgroup: cgroup v2's `memory.max` (the `0::`
+ * line of `/proc/self/cgroup`), else cgroup v1's `memory.limit_in_bytes` (its `memory`
+ * line), else the same files at the mount's root (a container sees its own cgroup as `/`
+ * when it has a cgroup namespace, and the kubelet's limit is then on the root). A limit is
+ * the smallest one on the path from the process's cgroup up to the root, since a parent's
+ * limit binds its children too.
+ *
+ * @param files How to read files.
+ * @returns The limit and its source, or undefined when no cgroup memory controller is
+ *   readable (not Linux, no permission).
+ *
+ * @example No limit on a host without cgroups
+ * ```ts
+ * import { readCgroupMemoryLimit } from "./memory_limit.ts";
+ * const got = readCgroupMemoryLimit({ read: () => undefined });
+ * if (got !== undefined) throw new Error(JSON.stringify(got));
+ * ```
+ */
+export function readCgroupMemoryLimit(files: CgroupFiles = fsFiles): CgroupMemoryLimit | undefined {
+  const self = files.read("/proc/self/cgroup");
+  if (self === undefined) return undefined;
+  const lines = self.split("\n").map((l) => l.split(":"));
+  const v2 = lines.find((f) => f[0] === "0" && f[1] === "")?.slice(2).join(":");
+  const v1 = lines.find((f) => f[1]?.split(",").includes("memory"))?.slice(2).join(":");
+  const candidates: [string, string, string][] = [];
+  if (v1 !== undefined) candidates.push(["/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes"]);
+  if (v2 !== undefined) {
+    candidates.push(["/sys/fs/cgroup", v2, "memory.max"]);
+    candidates.push(["/sys/fs/cgroup/unified", v2, "memory.max"]);
+  }
+  for (const [mount, path, file] of candidates) {
+    let best: CgroupMemoryLimit | undefined;
+    for (let dir = path.replace(/\/+$/, "");; dir = dir.slice(0, dir.lastIndexOf("/"))) {
+      const source = `${mount}${dir}/${file}`;
+      const text = files.read(source)?.trim();
+      if (text !== undefined) {
+        const n = text === "max" ? Infinity : Number(text);
+        const bytes = Number.isFinite(n) && n > 0 && n < UNLIMITED ? n : undefined;
+        if (!best) best = { source };
+        if (bytes !== undefined && (best.bytes === undefined || bytes < best.bytes)) {
+          best = { bytes, source };
+        }
+      }
+      if (dir === "") break;
+    }
+    if (best) return best;
+  }
+  return undefined;
+}
+
+// `sizeHeap`, `run`'s first step: a V8 heap that fits the container's memory limit.
+//
+// V8 fixes its heap limits when the isolate is created; `node:v8`'s setFlagsFromString
+// accepts --max-old-space-size at run time but `heap_size_limit` does not move (measured on
+// Deno 2.9.6), and Deno's own DENO_USE_CGROUPS=1 sizes the heap to V8's default share of the
+// limit (262 MiB of heap for a 256Mi limit: no room for native memory). So:
+//
+// 1. When the heap already fits (the generated Deployment sets DENO_V8_FLAGS from its own
+//    limit, or the user passed heap flags), nothing happens.
+// 2. Otherwise, where FFI is permitted (`deno run -A`), the process replaces itself once with
+//    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the
+//    budget — so the kubelet still sees one process, signals and the exit code need no
+//    forwarding, and no parent stays resident inside the limit. Spawning a child instead
+//    would keep the parent inside the cgroup: 70 MiB resident once the operator's modules
+//    are loaded (measured).
+// 3. Otherwise (a compiled operator holds only its own permissions) it logs one warning with
+//    the DENO_V8_FLAGS to set, and runs on.
+
+const log = getLogger(["kubeno", "operator"]);
+
+/** Set in the environment of the process that replaced itself, so that it does so once. */
+export const SIZED_ENV = "KUBENO_HEAP_SIZED";
+
+/** V8 reports a few pages more than the flags ask for; below this, the heap fits. */
+const SLACK_BYTES = 4 * 1024 * 1024;
+
+/** What `run` decided about the heap. */
+export interface HeapSizing {
+  /** The limit the heap is sized for, and where it came from; undefined without a limit. */
+  limit?: { bytes: number; source: string };
+  /** The budget for that limit. */
+  budget?: HeapBudget;
+  /** V8's heap limit now, in bytes. */
+  heapLimitBytes: number;
+}
+
+function envGet(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The user chose heap flags (DENO_V8_FLAGS or `--v8-flags` on the command line). */
+function userHeapFlags(): string | undefined {
+  const heapFlag = /--max-(old-space|heap)-size/;
+  const env = envGet("DENO_V8_FLAGS");
+  if (env && heapFlag.test(env) && envGet(SIZED_ENV) === undefined) return "DENO_V8_FLAGS";
+  try {
+    const cmd = Deno.readTextFileSync("/proc/self/cmdline").split("\0");
+    if (cmd.some((a) => a.startsWith("--v8-flags") && heapFlag.test(a))) return "--v8-flags";
+  } catch { /* not Linux, or not readable: the heap limit alone decides */ }
+  return undefined;
+}
+
+/**
+ * Sizes the heap for `run`: reads the limit (`override` from `--memory-limit`, else the
+ * cgroup's), and when V8's heap limit is above the budget replaces the process with one
+ * started with the budget's flags. Returns only when the process runs on.
+ *
+ * @param override `--memory-limit` in bytes; `null` turns sizing off.
+ * @param files Where the cgroup files are read (tests).
+ * @returns What was decided, for the log and the metrics.
+ */
+export function sizeHeap(
+  override: number | null | undefined,
+  files?: CgroupFiles,
+): HeapSizing {
+  const heapLimitBytes = getHeapStatistics().heap_size_limit;
+  if (override === null) return { heapLimitBytes };
+  const found: CgroupMemoryLimit | undefined = override === undefined
+    ? readCgroupMemoryLimit(files)
+    : { bytes: override, source: "--memory-limit" };
+  if (found?.bytes === undefined) return { heapLimitBytes };
+  const limit = { bytes: found.bytes, source: found.source };
+  const budget = heapBudget(limit.bytes);
+  const sizing = { limit, budget, heapLimitBytes };
+  const mib = (n: number) => `${Math.round(n / 2 ** 20)} MiB`;
+  if (heapLimitBytes <= budget.heapLimitBytes + SLACK_BYTES) {
+    if (envGet(SIZED_ENV) !== undefined) {
+      log.info(
+        `Restarted with a V8 heap limit of ${mib(heapLimitBytes)} for the memory limit ${
+          mib(limit.bytes)
+        } (${limit.source})`,
+      );
+    }
+    return sizing;
+  }
+  const why = `V8's heap limit ${mib(heapLimitBytes)} exceeds ${
+    mib(budget.heapLimitBytes)
+  }, the heap budget for the memory limit ${mib(limit.bytes)} (${limit.source})`;
+  const chosen = userHeapFlags();
+  if (chosen) {
+    log.warn(`${why}; keeping the heap size that ${chosen} sets`);
+    return sizing;
+  }
+  const flags = heapFlags(budget);
+  if (envGet(SIZED_ENV) === undefined && reexec(flags)) return sizing; // not reached
+  log.warn(`${why}; set DENO_V8_FLAGS=${flags} (the generated Deployment does)`);
+  return sizing;
+}
+
+/**
+ * Replaces this process with itself started with `flags` added to DENO_V8_FLAGS, through
+ * execve(2). Returns false when it cannot (not Linux, no FFI or environment permission, no
+ * libc found, execve failed); on success it does not return.
+ */
+function reexec(flags: string): boolean {
+  if (Deno.build.os !== "linux") return false;
+  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return false;
+  let libc: Deno.DynamicLibrary<{ execve: Deno.ForeignFunction }> | undefined;
+  for (const name of ["libc.so.6", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"]) {
+    try {
+      libc = Deno.dlopen(name, {
+        execve: { parameters: ["buffer", "buffer", "buffer"], result: "i32" },
+      });
+      break;
+    } catch { /* try the next name */ }
+  }
+  if (!libc) return false;
+  try {
+    const argv = Deno.readTextFileSync("/proc/self/cmdline").split("\0").slice(0, -1);
+    const env = Deno.env.toObject();
+    env.DENO_V8_FLAGS = env.DENO_V8_FLAGS ? `${env.DENO_V8_FLAGS},${flags}` : flags;
+    env[SIZED_ENV] = "1";
+    const keep: Uint8Array[] = [];
+    const cString = (s: string) => {
+      const b = new TextEncoder().encode(`${s}\0`);
+      keep.push(b);
+      return b;
+    };
+    const cArray = (items: string[]) => {
+      const ptrs = new BigUint64Array(items.length + 1);
+      items.forEach((s, i) => {
+        ptrs[i] = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(cString(s))));
+      });
+      return ptrs;
+    };
+    const envp = cArray(Object.entries(env).map(([k, v]) => `${k}=${v}`));
+    libc.symbols.execve(cString(Deno.execPath()), cArray(argv), envp);
+    return false; // execve returned: it failed
+  } catch {
+    return false;
+  } finally {
+    libc.close();
+  }
+}
