@@ -4,6 +4,8 @@
 // dependencies are installed with `npm ci`, and the kubeno contenders are warmed up once so
 // that module loading is not measured as a cold start.
 
+import { DEFAULT_MEMORY_LIMIT, v8FlagsForLimit } from "../src/deploy/manifests.ts";
+
 const BENCH = new URL(".", import.meta.url).pathname;
 const GO_DIR = `${BENCH}peers/go`;
 const RUST_DIR = `${BENCH}peers/rust/kube-operator`;
@@ -153,11 +155,11 @@ export type Operator = "kubeno" | "kubeno-fifo" | "controller-runtime" | "kube-r
 
 /**
  * The V8 heap flags an operator runs with as deployed: what the generated Deployment's
- * `DENO_V8_FLAGS` carries for its 256Mi memory limit (issue 29 part 1, `heapBudget`: old space
- * 144 MiB, semi-spaces 4 MiB instead of V8's 16–32). kubeno's operator contenders run with
+ * `DENO_V8_FLAGS` carries for its memory limit (256Mi: old space 144 MiB, semi-spaces 4 MiB
+ * instead of V8's 16–32), from the same function. kubeno's operator contenders run with
  * them; the Go and Rust peers run as their Deployments would, with their runtimes' defaults.
  */
-export const DEPLOYED_V8_FLAGS = "--max-old-space-size=144,--max-semi-space-size=4";
+export const DEPLOYED_V8_FLAGS: string = v8FlagsForLimit(DEFAULT_MEMORY_LIMIT);
 
 /**
  * The converge contenders (operators); `limit` exits its work and waits for SIGTERM.
