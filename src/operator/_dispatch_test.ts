@@ -128,6 +128,7 @@ Deno.test("runSettings: defaults, leader election and watch namespaces", () => {
     metrics: { address: ":8443", secure: true, certPath: undefined },
     healthAddress: ":8081",
     webhook: undefined,
+    memoryLimit: undefined,
   });
   // Plain HTTP by flag, on kubebuilder's plain port; a certificate without HTTPS conflicts.
   assert.deepEqual(runSettings(def, { "metrics-secure": false }).metrics, {
