@@ -61,3 +61,8 @@ export {
   InformerReader,
   type InformerReaderOptions,
 } from "../src/runtime/cache/reader.ts";
+export {
+  ServedKinds,
+  type ServedKindsOptions,
+  type ServedListener,
+} from "../src/runtime/cache/served_kinds.ts";

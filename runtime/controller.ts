@@ -41,12 +41,27 @@ export {
   type WatchSpec,
 } from "../src/runtime/controller/reconcile.ts";
 export type { ApplyObject } from "../src/client/types.ts";
-export type {
-  CachedKind,
-  CacheRole,
-  CacheScope,
-  CacheSpec,
+export {
+  type CachedKind,
+  type CacheRole,
+  type CacheScope,
+  type CacheSpec,
+  isOptionalKind,
 } from "../src/runtime/controller/caches.ts";
+export {
+  reconcileAllOn,
+  reconcileOn,
+  type Trigger,
+} from "../src/runtime/source/external_triggers.ts";
+export {
+  type BackgroundContext,
+  type Daemon,
+  daemon,
+  type DaemonOptions,
+  every,
+  type EveryOptions,
+  type Timer,
+} from "../src/runtime/source/timers.ts";
 export {
   and,
   annotationsChanged,
@@ -71,6 +86,7 @@ export {
   type EventType,
 } from "../src/runtime/controller/events.ts";
 export {
+  type BackgroundSample,
   type ControllerMetricsHooks,
   ControllerRuntime,
   type ControllerRuntimeOptions,

@@ -43,6 +43,7 @@ export {
   type ManagerLeaderElection,
   type ManagerOptions,
   type ManagerStartupContext,
+  type MissingKind,
 } from "../src/runtime/manager/manager.ts";
 export type { Runnable, RunnableContext, RunnableGroup } from "../src/runtime/manager/runnable.ts";
 export {

@@ -21,6 +21,7 @@ const RANKS: readonly (readonly string[])[] = [
   ["client", "schema"],
   ["runtime/watch", "runtime/queue"],
   ["runtime/cache"],
+  ["runtime/source"],
   ["runtime/controller", "runtime/sharding"],
   ["runtime/dependents"],
   ["runtime/manager"],

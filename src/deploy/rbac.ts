@@ -8,6 +8,7 @@
  */
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { Resource } from "../core/resource.ts";
+import { isBuiltInGroup } from "../core/built_in_group.ts";
 
 /**
  * What RBAC derivation and the manifests read from a controller: its name, the kind it
@@ -34,6 +35,10 @@ export interface OperatorController {
   readonly caches?: readonly {
     readonly resource: Resource;
     readonly namespaces?: readonly string[];
+    /** Why it is cached: `primary`, `owns`, `watches`, `reads`. */
+    readonly roles?: readonly string[];
+    /** Marked `required`: the operator does not start without it. */
+    readonly required?: boolean;
   }[];
 }
 
@@ -151,6 +156,13 @@ export function deriveRbac(
     for (const o of c.owns) grant(o, "", [...READ, ...OWN]);
     for (const w of c.watches) grant(w.resource, "", READ);
   }
+  // An optional kind (not built in, not required) is followed through its CRD, cluster-wide.
+  const optional = controllers.some((c) =>
+    (c.caches ?? []).some((k) =>
+      !k.required && k.roles && !k.roles.includes("primary") && !isBuiltInGroup(k.resource.group)
+    )
+  );
+  if (optional) cluster.add("apiextensions.k8s.io", "customresourcedefinitions", READ);
   const rest = scoped ? namespaced : cluster;
   if (general) rest.add("", "events", ["create", "patch"]);
   for (const r of options.extraRules ?? []) rest.addRule(r);

@@ -66,6 +66,23 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
     return m;
   };
   const own = ownWriteMetrics(registry);
+  const runs = registry.counter({
+    name: "kubeno_controller_background_runs_total",
+    help:
+      "Runs of a controller's timers and daemons by result: success, error (a daemon then restarts), skipped (a timer tick while its key was being reconciled)",
+    labelNames: ["controller", "kind", "name", "result"],
+  });
+  const daemons = registry.gauge({
+    name: "kubeno_controller_daemons_running",
+    help: "Daemons running now, one per object, by controller and daemon",
+    labelNames: ["controller", "name"],
+  });
+  const kinds = registry.gauge({
+    name: "kubeno_controller_kind_served",
+    help:
+      "Whether the API server serves an optional kind a controller caches (1), or the controller runs without it (0)",
+    labelNames: ["controller", "group", "version", "kind"],
+  });
   return {
     registry,
     onRequest: restClientMetrics(registry),
@@ -84,6 +101,14 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
         for (let i = 0; i < Math.abs(delta); i++) of(controller).activeWorkers(delta > 0 ? 1 : -1);
       },
       workqueue: (controller) => workqueueMetrics(registry, controller),
+      background: (b) =>
+        runs.inc({ controller: b.controller, kind: b.kind, name: b.name, result: b.result }),
+      daemonsRunning: (controller, name, delta) => daemons.inc({ controller, name }, delta),
+      kindServed: (controller, res, served) =>
+        kinds.set(
+          { controller, group: res.group, version: res.version, kind: res.kind },
+          served ? 1 : 0,
+        ),
     },
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
     ...(sharded ? { sharding: sharded.hooks } : {}),

@@ -176,6 +176,12 @@ export interface OperatorProbeOptions {
   /** A sharded operator's coordinator once created, whose membership must be current. */
   sharding?: () => ShardCoordinator | undefined;
   /**
+   * The optional kinds controllers run without now (their API is not served), listed by the
+   * passing `optional-kinds` readiness check.
+   * @default none
+   */
+  missingKinds?: () => readonly { controller: string; kind: string }[];
+  /**
    * How long a synced watch may receive nothing before `/healthz` fails. The API server
    * sends a bookmark about every minute, so keep this well above that.
    * @default 300_000
@@ -191,7 +197,10 @@ export interface OperatorProbeOptions {
  *   like client-go's `HealthzAdaptor` with 20 s of tolerance), `sharding` (a sharded
  *   replica's membership is current).
  * - `/readyz`: `informers` (the manager started and every cache synced; a standby replica
- *   is ready too, its caches are warm).
+ *   is ready too, its caches are warm) and `optional-kinds`, which always passes: an
+ *   operator running without a kind whose CRD is not installed is ready, and `?verbose`
+ *   lists those kinds (`[+]optional-kinds ok: running without Widget (example.com/v1) in
+ *   controller "app"`).
  *
  * Failing checks are logged with their reasons, which the endpoints withhold.
  *
@@ -224,6 +233,12 @@ export function operatorProbes(options: OperatorProbeOptions): HealthChecks {
       if (options.informers() === undefined) throw new Error("Manager not started");
       if (options.stopping()) throw new Error("Manager shutting down");
       return synced(signal);
+    })
+    .addReadyz("optional-kinds", () => {
+      const missing = options.missingKinds?.() ?? [];
+      if (!missing.length) return;
+      return "running without " +
+        missing.map((m) => `${m.kind} in controller "${m.controller}"`).join(", ");
     });
   const sharding = options.sharding;
   if (sharding) checks.addHealthz("sharding", () => sharding()?.check());

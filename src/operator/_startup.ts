@@ -1,6 +1,8 @@
 // How `run` starts against an API server that may not be there yet.
 //
-// 1. `awaitApiServer`: lists each controller's kind once (limit 1). Unreachable or not ready
+// 1. `awaitApiServer`: lists each controller's kind, and each kind marked `required`, once
+//    (limit 1); other kinds a controller caches may be missing (optional kinds, see
+//    `ServedKinds`). Unreachable or not ready
 //    (refused connections, timeouts, 429, 5xx, 503 "before all known HTTP paths have been
 //    installed") is waited out with back-off (`ApiServerWait`) while `/healthz` passes and
 //    `/readyz` fails. What only a person can fix ends start-up at once with one line: the
@@ -45,7 +47,8 @@ export class StartupError extends Error {
  * @param def The operator: its name, controllers and the CRDs it installs.
  * @param namespaces The watched namespaces; empty for all.
  * @param wait The start-up wait, which holds the deadline and logs the waiting.
- * @throws {StartupError} When a controller's kind is not served (CRD not installed).
+ * @throws {StartupError} When a controller's kind, or a kind marked `required`, is not served
+ * (CRD not installed).
  * @throws {ApiError} For 401, 403 and other refusals the API server means.
  * @throws {ApiServerUnavailableError} When the deadline passes first.
  * @throws The wait's signal's reason when it aborts.
@@ -57,9 +60,15 @@ export async function awaitApiServer(
   wait: ApiServerWait,
 ): Promise<void> {
   const seen = new Set<string>();
-  for (const c of def.controllers) {
-    const res = c.resource;
-    const where = res.namespaced && namespaces.length ? namespaces : [undefined];
+  // The primaries, and the kinds marked `required`; other kinds may be missing (optional).
+  const kinds = def.controllers.flatMap((c) => [
+    { resource: c.resource, namespaces: undefined as readonly string[] | undefined },
+    ...(c.caches ?? []).filter((k) => k.required && k.resource !== c.resource),
+  ]);
+  for (const kind of kinds) {
+    const res = kind.resource;
+    const scoped = kind.namespaces?.length ? kind.namespaces : namespaces;
+    const where = res.namespaced && scoped.length ? scoped : [undefined];
     for (const namespace of where) {
       const key = `${res.apiVersion}/${res.plural}/${namespace ?? ""}`;
       if (seen.has(key)) continue;

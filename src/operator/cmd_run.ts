@@ -65,12 +65,16 @@ certificate stays in memory, the webhook configurations point at it by URL until
 are then handed back as they were, and the Lease goes to --namespace, else the kubeconfig
 context's namespace. It says so in one line at start.
 
-Before starting it checks that each controller's kind is installed and readable. An API
-server that is unreachable or still starting (refused connections, timeouts, 429, 5xx) is
-waited out with back-off, logged once per change, while /healthz passes and /readyz fails;
+Before starting it checks that each controller's kind (and each kind marked required) is
+installed and readable. An API server that is unreachable or still starting (refused
+connections, timeouts, 429, 5xx) is waited out with back-off, logged once per change, while
+/healthz passes and /readyz fails;
 --startup-timeout bounds that wait and the first sync of the caches, then it exits 1. A kind
 that is not installed (run "install"), refused credentials (401: the kubeconfig) and a
-forbidden list (403: the RBAC from "manifests") exit 1 at once.
+forbidden list (403: the RBAC from "manifests") exit 1 at once. Other kinds the controllers own,
+watch or read that are not built into Kubernetes are optional unless marked required: while
+their CRD is not installed the operator runs without them (/readyz?verbose lists them), and it
+caches them within seconds of the CRD being established, without a restart.
 
 The operator's namespace (for the Lease) is --namespace, else POD_NAMESPACE, else
 <name>-system. It watches --watch-namespace, else WATCH_NAMESPACE, else the namespaces of
@@ -150,6 +154,7 @@ once the caches have synced (standbys included).`,
           stopping: () => manager.stopping,
           elector: () => manager.elector,
           ...(sh ? { sharding: () => manager.sharding } : {}),
+          missingKinds: () => manager.missingKinds(),
           watchStallTimeoutMs: settings.watchStallTimeoutMs,
         }),
       }),

@@ -120,7 +120,11 @@ export interface CacheReader {
 export interface CachedSource {
   /** The kind, full or a `metadataOnly(...)` view. */
   readonly resource: Resource<any>;
-  /** One informer for every namespace, or one per entry of `namespaces`, in that order. */
+  /**
+   * One informer for every namespace, or one per entry of `namespaces`, in that order; none
+   * while the kind is not served (an optional kind whose CRD is not installed), when reads
+   * of it answer nothing: `get` → `undefined`, `list` → `[]`.
+   */
   readonly informers: readonly Informer<any>[];
   /** The namespaces of `informers`, when it has one per namespace. */
   readonly namespaces?: readonly string[];
@@ -237,6 +241,8 @@ export class InformerReader implements CacheReader {
       );
     }
     const [inf] = this.#informers(src, res, namespace || undefined);
+    // An optional kind the API server does not serve yet has no informer: nothing exists.
+    if (!inf) return undefined;
     return inf.store.get(objectKey({ name, namespace: namespace || undefined })) as T | undefined;
   }
 
@@ -303,7 +309,7 @@ export class InformerReader implements CacheReader {
       if ((obj.metadata.namespace ?? "") !== options.namespace) return false;
     }
     const [inf] = this.#informers(src, res, res.namespaced ? obj.metadata.namespace : undefined);
-    for (const [name, value] of Object.entries(options.index ?? {})) {
+    for (const [name, value] of Object.entries(inf ? options.index ?? {} : {})) {
       const stored = src.indexes?.[name];
       if (stored === undefined) this.list(res, { index: { [name]: value } }); // throws
       try {
@@ -364,6 +370,6 @@ export class InformerReader implements CacheReader {
         }`,
       );
     }
-    return [src.informers[i]];
+    return src.informers.length ? [src.informers[i]] : [];
   }
 }

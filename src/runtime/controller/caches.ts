@@ -10,6 +10,7 @@ import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import { kindKey } from "../../core/kind_key.ts";
+import { isBuiltInGroup } from "../../core/built_in_group.ts";
 import type { IndexFunc } from "../cache/store.ts";
 
 /**
@@ -57,6 +58,14 @@ export interface CacheSpec<U extends KubeObject = any> extends CacheScope<U> {
    * @default {}
    */
   readonly indexes?: Readonly<Record<string, IndexFunc<U>>>;
+  /**
+   * Keep today's start-up rule for this kind: the operator does not start while the API
+   * server does not serve it (one line, exit 1). Without it, a kind that is not one of
+   * Kubernetes' built-in kinds is optional: the controller runs without it until its
+   * CustomResourceDefinition is established (see {@linkcode isOptionalKind}).
+   * @default false
+   */
+  readonly required?: boolean;
 }
 
 /** Why a controller caches a kind. */
@@ -70,6 +79,8 @@ export interface CachedKind extends CacheScope<any> {
   readonly roles: readonly CacheRole[];
   /** Its indexes, from every declaration. */
   readonly indexes: Readonly<Record<string, IndexFunc<any>>>;
+  /** Whether a declaration marked it `required` (the primary always is). */
+  readonly required?: boolean;
 }
 
 /** What {@linkcode cachedKinds} merges. */
@@ -128,8 +139,15 @@ export function cachedKinds(decl: CacheDeclarations): CachedKind[] {
       ...(spec.transform ? { transform: spec.transform } : {}),
     };
     const prev = out.get(key);
+    const required = role === "primary" || spec.required === true;
     if (!prev) {
-      out.set(key, { resource: res, roles: [role], indexes: { ...spec.indexes }, ...scope });
+      out.set(key, {
+        resource: res,
+        roles: [role],
+        indexes: { ...spec.indexes },
+        ...scope,
+        ...(required ? { required } : {}),
+      });
       continue;
     }
     // A declaration without a scope takes the other's; two scopes must agree.
@@ -157,9 +175,36 @@ export function cachedKinds(decl: CacheDeclarations): CachedKind[] {
       ...(has(prev) ? prev : { ...prev, ...scope }),
       roles: [...prev.roles, role],
       indexes: { ...prev.indexes, ...spec.indexes },
+      ...(required || prev.required ? { required: true } : {}),
     });
   }
   return [...out.values()].map((k) =>
     Object.freeze({ ...k, roles: Object.freeze([...k.roles]), indexes: Object.freeze(k.indexes) })
   );
+}
+
+/**
+ * Whether a cached kind is optional: not the primary, not marked `required`, and not in one
+ * of Kubernetes' built-in API groups. An optional kind the API server does not serve does
+ * not stop the operator; the manager starts its informer once its CustomResourceDefinition
+ * is established and stops it when the CRD is deleted.
+ *
+ * @param kind A cached kind of a controller.
+ * @returns `true` when optional.
+ *
+ * @example Built-in kinds are never optional
+ * ```ts
+ * import { isOptionalKind } from "./caches.ts";
+ * import { resource } from "../../core/resource.ts";
+ * import { ConfigMap } from "../../core/kinds.ts";
+ * const Certificate = resource({ group: "cert-manager.io", version: "v1", kind: "Certificate" });
+ * const kind = (res: typeof ConfigMap, required?: boolean) =>
+ *   ({ resource: res, roles: ["owns"] as const, indexes: {}, required });
+ * if (isOptionalKind(kind(ConfigMap)) || !isOptionalKind(kind(Certificate))) throw new Error();
+ * if (isOptionalKind(kind(Certificate, true))) throw new Error("required is not optional");
+ * ```
+ */
+export function isOptionalKind(kind: CachedKind): boolean {
+  return !kind.required && !kind.roles.includes("primary") &&
+    !isBuiltInGroup(kind.resource.group);
 }

@@ -6,6 +6,10 @@
  * @module
  */
 import type { WorkQueueMetrics } from "../queue/workqueue.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { BackgroundSample } from "../source/timers.ts";
+
+export type { BackgroundSample };
 
 /**
  * How a reconcile ended, as the `result` label of reconcile metrics: `requeue` for
@@ -31,7 +35,8 @@ export interface ReconcileSample {
  * Why a key was put in the work queue: an event of the primary, an owned or a watched
  * object; a `requeue(ms)`; a failed reconcile's backoff; or the end of a wait for the cache
  * to show the controller's own writes (`cache` when it did, `cache-timeout` when the bound
- * passed first).
+ * passed first); an optional kind becoming served (`served`: every primary is queued); an
+ * external trigger or "reconcile all" on demand (`trigger`).
  */
 export type QueueCause =
   | "primary"
@@ -40,7 +45,9 @@ export type QueueCause =
   | "requeue"
   | "error"
   | "cache"
-  | "cache-timeout";
+  | "cache-timeout"
+  | "served"
+  | "trigger";
 
 /**
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
@@ -69,6 +76,15 @@ export interface ControllerMetricsHooks {
   timeout?(controller: string): void;
   /** Workers busy now: `controller_runtime_active_workers`. */
   activeWorkers?(controller: string, active: number): void;
+  /**
+   * Whether the API server serves an optional kind the controller caches: `false` at start
+   * until it is found served, then at each change (its CRD established or deleted).
+   */
+  kindServed?(controller: string, kind: Resource<any>, served: boolean): void;
+  /** A timer or daemon run ended (or a timer's tick was skipped). */
+  background?(sample: BackgroundSample): void;
+  /** A daemon started (`+1`) or ended (`-1`). */
+  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
   /** Hooks for the controller's work queue (`workqueue_*{name=controller}`). */
   workqueue?(controller: string): WorkQueueMetrics<string> | undefined;
 }

@@ -44,6 +44,8 @@
  *
  * @module
  */
+import type { Trigger } from "../source/external_triggers.ts";
+import type { Daemon, Timer } from "../source/timers.ts";
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../client/types.ts";
@@ -463,6 +465,36 @@ export interface ReconcileOptions<T extends KubeObject> {
    * @default the controller name
    */
   fieldManager?: string;
+  /**
+   * Reconciles asked for from outside the cluster: `reconcileOn(iterable)` queues the keys
+   * an async iterable yields, `reconcileAllOn(iterable)` every primary each time it yields —
+   * the equivalent of kube-rs's `reconcile_on` / `reconcile_all_on` and controller-runtime's
+   * `source.Channel`.
+   * @default []
+   */
+  triggers?: readonly Trigger[];
+  /**
+   * Functions run on every cached primary at an interval, `every(ms, fn)` — kopf's timers;
+   * a tick is skipped while its key is being reconciled.
+   * @default []
+   */
+  timers?: readonly Timer<T>[];
+  /**
+   * One long-running task per cached primary, `daemon(fn)` — kopf's daemons; its signal
+   * aborts when the object is deleted, leadership or the shard is lost, or on shutdown.
+   * @default []
+   */
+  daemons?: readonly Daemon<T>[];
+  /**
+   * Watches decided at run time, e.g. from a config object: called with the controller's
+   * cache after each reconcile, it returns the watches wanted now; the runtime adds those of a
+   * kind it does not cache yet and drops those it added that are no longer returned — the
+   * equivalent of controller-runtime's `Controller.Watch` after start. Entries are matched by
+   * kind: one returned again keeps the map function and scope it was added with. RBAC cannot
+   * be derived for these kinds; grant it with the operator's `rules`.
+   * @default no run-time watches
+   */
+  watchesFrom?: (cache: CacheReader) => readonly WatchSpec<any>[];
 }
 
 /**
@@ -508,6 +540,14 @@ export interface Controller<T extends KubeObject = any> {
   readonly reconcile: ReconcileOptions<T>["reconcile"];
   /** The finalize function, if any. */
   readonly finalize?: ReconcileOptions<T>["finalize"];
+  /** External triggers, read while the controller runs. */
+  readonly triggers?: readonly Trigger[];
+  /** Timers, run per cached primary while the controller runs. */
+  readonly timers?: readonly Timer<T>[];
+  /** Daemons, one task per cached primary while the controller runs. */
+  readonly daemons?: readonly Daemon<T>[];
+  /** Watches decided at run time from the cache, after each reconcile. */
+  readonly watchesFrom?: ReconcileOptions<T>["watchesFrom"];
 }
 
 const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -658,5 +698,9 @@ export function reconcile<T extends KubeObject>(
     fieldManager: options.fieldManager ?? name,
     ...(options.dependents !== undefined ? { applySetParent: true as const } : {}),
     reconcile: options.reconcile,
+    ...(options.triggers?.length ? { triggers: Object.freeze([...options.triggers]) } : {}),
+    ...(options.timers?.length ? { timers: Object.freeze([...options.timers]) } : {}),
+    ...(options.daemons?.length ? { daemons: Object.freeze([...options.daemons]) } : {}),
+    ...(options.watchesFrom ? { watchesFrom: options.watchesFrom } : {}),
   });
 }

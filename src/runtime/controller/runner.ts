@@ -25,6 +25,12 @@
  * worker takes the next key without waiting for the abandoned call. `stop()` stops taking
  * new keys, waits for in-flight reconciles up to a deadline, and removes the handlers.
  *
+ * With `deferOptional` (the manager's way), optional kinds (`isOptionalKind`) get no informer
+ * until `served(kind, true)`, and lose it on `served(kind, false)`. Keys also come from the
+ * controller's external triggers (`../source/external_triggers.ts`), read once the workers
+ * run; its timers and daemons (`../source/background.ts`) run per cached primary from then
+ * on; `watchesFrom` adds and drops watches after each reconcile.
+ *
  * ## Guarantees
  *
  * - A key is never reconciled by two workers at once (the work queue's promise). With
@@ -83,7 +89,7 @@ import type { Informer, InformerEventInfo } from "../cache/informer.ts";
 import { type CachedSource, InformerReader } from "../cache/reader.ts";
 import { isMetadataOnly } from "../../core/metadata_only.ts";
 import { kindKey } from "../../core/kind_key.ts";
-import type { CachedKind } from "./caches.ts";
+import { type CachedKind, isOptionalKind } from "./caches.ts";
 import type { InformerFactory, InformerHold } from "../cache/informer_factory.ts";
 import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
@@ -100,8 +106,11 @@ import type { ControllerMetricsHooks, QueueCause } from "./metrics_hooks.ts";
 import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
 import { settle } from "./_outcome.ts";
 import { boundedAttempt } from "./_attempt.ts";
+import { runTrigger } from "../source/external_triggers.ts";
+import { Background } from "../source/background.ts";
 
 export type {
+  BackgroundSample,
   ControllerMetricsHooks,
   QueueCause,
   ReconcileOutcome,
@@ -156,6 +165,14 @@ export interface ControllerRuntimeOptions {
    * @default true
    */
   priorityQueue?: boolean;
+  /**
+   * Leave the controller's optional kinds (`isOptionalKind`: not built in, not `required`)
+   * uncached until {@linkcode ControllerRuntime.prototype.served} says they are served, as
+   * the manager does; meanwhile reads of them answer nothing. `false` caches every kind at
+   * once.
+   * @default false
+   */
+  deferOptional?: boolean;
 }
 
 /** Removes what it was returned for: an event handler, the wiring of a kind. */
@@ -215,8 +232,14 @@ export class ControllerRuntime<T extends KubeObject> {
   readonly #idleWaiters = new Set<{ busy: () => boolean; resolve: () => void }>();
   readonly #owned: Set<string>;
   readonly #sources = new Map<string, CachedSource>();
+  // Optional kinds left out until served, by kind key, with their holds while cached.
+  readonly #optional = new Map<string, { kind: CachedKind; holds?: InformerHold<any>[] }>();
   // Read-your-own-writes and echo filtering.
   readonly #writes: OwnWriteTracker;
+  // Watches added from `watchesFrom`, by kind key: what `addWatch` returned.
+  readonly #dynamic = new Map<string, Promise<{ remove(): Promise<void> } | undefined>>();
+  // Timers and daemons per cached primary.
+  readonly #background: Background<T>;
   #active = 0;
   #started = false;
   #stopping = false;
@@ -247,7 +270,14 @@ export class ControllerRuntime<T extends KubeObject> {
     });
     this.#factory = options.informers;
     for (const kind of controller.caches) {
-      this.#sources.set(kindKey(kind.resource), this.#scoped(kind));
+      const key = kindKey(kind.resource);
+      if (options.deferOptional && isOptionalKind(kind)) {
+        this.#optional.set(key, { kind });
+        this.#sources.set(key, { resource: kind.resource, informers: [] });
+        this.#metrics?.kindServed?.(controller.name, kind.resource, false);
+        continue;
+      }
+      this.#sources.set(key, this.#scoped(kind));
     }
     // Over the live map: a watch added at run time is readable at once.
     this.#reader = new InformerReader(this.#sources, {
@@ -273,7 +303,87 @@ export class ControllerRuntime<T extends KubeObject> {
       add: (key, cause, priority) => this.#add(key, cause, priority),
     });
     this.#owned = new Set(controller.owns.map((res) => kindKey(res)));
-    for (const kind of controller.caches) this.#wired.set(kindKey(kind.resource), this.#wire(kind));
+    this.#background = new Background<T>({
+      controller: controller.name,
+      timers: controller.timers ?? [],
+      daemons: controller.daemons ?? [],
+      clock: this.#clock,
+      log: this.#log,
+      client: this.#client,
+      metrics: this.#metrics,
+      get: (key) => this.#get(key),
+      reconciling: (key) => this.#inFlight.has(key),
+      cache: (namespace) => this.#reader.withDefaultNamespace(namespace),
+    });
+    for (const kind of controller.caches) {
+      const key = kindKey(kind.resource);
+      if (!this.#optional.has(key)) this.#wired.set(key, this.#wire(kind));
+    }
+  }
+
+  /**
+   * The optional kinds this runtime leaves out until served (with `deferOptional`).
+   *
+   * @returns Their resources.
+   */
+  get optionalKinds(): readonly Resource<any>[] {
+    return [...this.#optional.values()].map((o) => o.kind.resource);
+  }
+
+  /**
+   * The optional kinds not cached now, because the API server does not serve them.
+   *
+   * @returns Their resources.
+   */
+  get missingKinds(): readonly Resource<any>[] {
+    return [...this.#optional.values()].filter((o) => !o.holds).map((o) => o.kind.resource);
+  }
+
+  /**
+   * Starts or stops caching an optional kind as the API server starts or stops serving it.
+   * Served: its informers are held from the factory and wired as declared (`owns`,
+   * `watches`, `reads`); their first list triggers what it maps to, as at start. Not
+   * served: its handlers are removed, reads of it answer nothing, and its informers are
+   * released (stopped when no one else holds them). Kinds that are not optional, and a
+   * state it is already in, are ignored.
+   *
+   * @param res An optional kind of this controller.
+   * @param served Whether the API server serves it now.
+   * @returns A promise that resolves once its informers are held or released.
+   */
+  async served(res: Resource<any>, served: boolean): Promise<void> {
+    const key = kindKey(res);
+    const opt = this.#optional.get(key);
+    if (!opt || served === !!opt.holds || (served && this.#stopping)) return;
+    const what = { controller: this.controller.name, kind: `${res.kind} (${res.apiVersion})` };
+    this.#metrics?.kindServed?.(this.controller.name, res, served);
+    if (served) {
+      const holds: InformerHold<any>[] = [];
+      this.#sources.set(key, this.#scoped(opt.kind, holds));
+      opt.holds = holds;
+      this.#wired.set(key, this.#wire(opt.kind));
+      this.#log.info("Controller {controller} caches {kind}: the API server serves it", what);
+      // A reconcile that ran without the kind (e.g. could not apply it) runs again with it,
+      // once its cache holds what the server has.
+      void Promise.all(holds.map((h) => h.informer.synced({ signal: this.#stopStart.signal })))
+        .then(() => void this.reconcileAll("served"), () => {});
+      return;
+    }
+    const holds = opt.holds ?? [];
+    opt.holds = undefined;
+    this.#wired.get(key)?.();
+    this.#wired.delete(key);
+    const gone = this.#sources.get(key)?.informers ?? [];
+    this.#sources.set(key, { resource: res, informers: [] });
+    for (const inf of gone) {
+      const i = this.#all.indexOf(inf);
+      if (i >= 0) this.#all.splice(i, 1);
+    }
+    this.#log.warn(
+      "Controller {controller} runs without {kind}: the API server does not serve it",
+      what,
+    );
+    await Promise.all(holds.map((h) => h.release()));
   }
 
   /**
@@ -354,6 +464,18 @@ export class ControllerRuntime<T extends KubeObject> {
     for (let i = 0; i < maxConcurrent; i++) {
       this.#workers.push(this.#work(i >= maxConcurrent - reservedWorkers));
     }
+    this.#background.start(this.#primary.flatMap((inf) => inf.store.keys()));
+    for (const trigger of this.controller.triggers ?? []) {
+      void runTrigger(trigger, {
+        enqueue: (key) => this.enqueue(key),
+        reconcileAll: () => void this.reconcileAll(),
+        failed: (error) =>
+          this.#log.error("Controller {controller} stopped reading a trigger: {error}", {
+            controller: this.controller.name,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+      }, this.#stopStart.signal);
+    }
   }
 
   /**
@@ -361,11 +483,16 @@ export class ControllerRuntime<T extends KubeObject> {
    * in-flight reconciles. After the deadline their `ctx.signal` is aborted and this returns
    * without them. Calling it again waits again.
    *
-   * @param timeoutMs How long to wait for in-flight reconciles.
+   * @param timeoutMs How long to wait for in-flight reconciles (and for daemons to end).
+   * @param why Why, for the daemons' signal: `"leadership lost"`, `"shutting down"`.
    * @returns `true` when every in-flight reconcile finished in time.
    */
-  async stop(timeoutMs = 30_000): Promise<boolean> {
+  async stop(timeoutMs = 30_000, why = "the controller stopped"): Promise<boolean> {
     this.#stopping = true;
+    const background = this.#background.stop(
+      timeoutMs,
+      `Controller "${this.controller.name}" stopped: ${why}`,
+    );
     this.#stopStart.abort(new Error(`Controller "${this.controller.name}" was stopped`));
     for (const unsubscribe of this.#wired.values()) unsubscribe();
     this.#wired.clear();
@@ -375,7 +502,7 @@ export class ControllerRuntime<T extends KubeObject> {
     const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]).then(() =>
       true
     );
-    const ok = await Promise.race([drained, timedOut]);
+    const ok = await Promise.race([drained, timedOut]) && await background;
     timeout.abort();
     if (!ok) {
       this.#log.warn(
@@ -441,6 +568,43 @@ export class ControllerRuntime<T extends KubeObject> {
       throw err;
     }
     return { remove };
+  }
+
+  /**
+   * Queues a primary's key from outside the informers (an external trigger: a webhook, a
+   * message queue, another controller), as kube-rs's `reconcile_on` and controller-runtime's
+   * `source.Channel`. Keys are deduplicated by the work queue: a key queued again before a
+   * worker took it is reconciled once. A key whose object is not in the cache is dropped
+   * when a worker takes it.
+   *
+   * @param key The primary's key, `namespace/name` (`name` for a cluster-scoped kind).
+   * @param cause Counted as the queue-add cause in metrics.
+   * @default cause "trigger"
+   */
+  enqueue(key: string, cause: QueueCause = "trigger"): void {
+    if (this.#stopping) return;
+    this.#add(key, cause);
+  }
+
+  /**
+   * Queues every cached primary, as kube-rs's `reconcile_all_on`: after a change outside the
+   * cluster that every object depends on (a rotated credential, a new config file). The keys
+   * wait behind real changes, as an informer's resync does.
+   *
+   * @param cause Counted as the queue-add cause in metrics.
+   * @returns How many keys were queued.
+   * @default cause "trigger"
+   */
+  reconcileAll(cause: QueueCause = "trigger"): number {
+    if (this.#stopping) return 0;
+    let n = 0;
+    for (const inf of this.#primary) {
+      for (const key of inf.store.keys()) {
+        this.#add(key, cause, LOW_PRIORITY);
+        n++;
+      }
+    }
+    return n;
   }
 
   /**
@@ -542,6 +706,8 @@ export class ControllerRuntime<T extends KubeObject> {
   #onPrimary(kind: string, ev: ObjectEvent<T>, info: InformerEventInfo): void {
     const key = enqueueSelf(ev);
     const echoes = this.#writes.observe(kind, ev);
+    if (ev.type === "deleted") this.#background.gone(key);
+    else this.#background.seen(key);
     if (ev.type === "deleted") {
       this.#memory.forgetStatus(key);
       this.#writes.forget(key);
@@ -619,6 +785,9 @@ export class ControllerRuntime<T extends KubeObject> {
 
   /** Reconciles `key`: reads it from the cache, builds its context, runs it, acts on the end. */
   async #process(key: string): Promise<void> {
+    // A timer call running for this key ends first: the two never overlap.
+    const timer = this.#background.hold(key);
+    if (timer) await timer;
     const cached = this.#get(key);
     if (!cached) {
       this.queue.forget(key);
@@ -652,6 +821,46 @@ export class ControllerRuntime<T extends KubeObject> {
       log,
       warn: (reason, message) => this.#events.warning(obj, reason, message),
     });
+    this.#syncWatches();
+  }
+
+  /**
+   * Adds the watches `watchesFrom` wants now and drops those it no longer returns. A kind the
+   * controller caches otherwise is left alone; one whose watch cannot start is logged and
+   * tried again after the next reconcile.
+   */
+  #syncWatches(): void {
+    const from = this.controller.watchesFrom;
+    if (!from || this.#stopping) return;
+    let wanted: readonly WatchSpec[];
+    try {
+      wanted = from(this.#reader);
+    } catch (err) {
+      this.#log.error("Controller {controller} cannot choose its watches: {error}", {
+        controller: this.controller.name,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return;
+    }
+    const keys = new Map(wanted.map((w) => [kindKey(w.resource), w]));
+    for (const [key, spec] of keys) {
+      if (this.#dynamic.has(key) || this.#sources.has(key)) continue;
+      const added = this.addWatch(spec).catch((err) => {
+        this.#log.error("Controller {controller} cannot watch {kind}: {error}", {
+          controller: this.controller.name,
+          kind: `${spec.resource.kind} (${spec.resource.apiVersion})`,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        this.#dynamic.delete(key);
+        return undefined;
+      });
+      this.#dynamic.set(key, added);
+    }
+    for (const [key, added] of this.#dynamic) {
+      if (keys.has(key)) continue;
+      this.#dynamic.delete(key);
+      void added.then((w) => w?.remove());
+    }
   }
 
   /** The context of one reconcile of `key`, and its logger. */

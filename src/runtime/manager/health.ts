@@ -15,9 +15,10 @@ export type { HttpEndpoint };
 
 /**
  * One named check: resolves when healthy, throws (or rejects) with the reason when not.
- * `signal` aborts after 10 s, when the check counts as failed.
+ * `signal` aborts after 10 s, when the check counts as failed. A passing check may return a
+ * detail, which `?verbose` shows after its `ok` (e.g. what the operator runs without).
  */
-export type HealthCheck = (signal: AbortSignal) => void | Promise<void>;
+export type HealthCheck = (signal: AbortSignal) => void | string | Promise<void | string>;
 
 /** The outcome of one check. */
 export interface CheckResult {
@@ -27,6 +28,8 @@ export interface CheckResult {
   ok: boolean;
   /** Set when excluded by `?exclude=`. */
   excluded?: boolean;
+  /** What a passing check said about itself. */
+  detail?: string;
   /** Why it failed. */
   error?: string;
 }
@@ -121,8 +124,8 @@ export class HealthChecks {
     return await Promise.all(checks.map(async ([name, check]): Promise<CheckResult> => {
       if (options.exclude?.includes(name)) return { name, ok: true, excluded: true };
       try {
-        await runCheck(check, signal);
-        return { name, ok: true };
+        const detail = await runCheck(check, signal);
+        return detail ? { name, ok: true, detail } : { name, ok: true };
       } catch (err) {
         return { name, ok: false, error: err instanceof Error ? err.message : String(err) };
       }
@@ -159,7 +162,7 @@ export class HealthChecks {
       body += r.excluded
         ? `[+]${r.name} excluded: ok\n`
         : r.ok
-        ? `[+]${r.name} ok\n`
+        ? `[+]${r.name} ok${r.detail ? `: ${r.detail}` : ""}\n`
         : `[-]${r.name} failed: reason withheld\n`;
     }
     const unknown = exclude.filter((e) => !results.some((r) => r.name === e));
@@ -337,13 +340,13 @@ export function watchesNotStalled(
 // A check that has not answered by then fails, so that a probe never hangs.
 const CHECK_TIMEOUT_MS = 10_000;
 
-async function runCheck(check: HealthCheck, signal: AbortSignal): Promise<void> {
+async function runCheck(check: HealthCheck, signal: AbortSignal): Promise<void | string> {
   if (signal.aborted) throw new Error("Check timed out");
   const { promise, reject } = Promise.withResolvers<never>();
   const onAbort = () => reject(new Error("Check timed out"));
   signal.addEventListener("abort", onAbort, { once: true });
   try {
-    await Promise.race([check(signal), promise]);
+    return await Promise.race([check(signal), promise]);
   } finally {
     signal.removeEventListener("abort", onAbort);
   }

@@ -42,6 +42,7 @@ import { type Client, type ClientOptions, createClient } from "../../client/clie
 import { type ControllerMetricsHooks, ControllerRuntime } from "../controller/runner.ts";
 import type { Informer, InformerHealth } from "../cache/informer.ts";
 import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
+import { ServedKinds } from "../cache/served_kinds.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
 import type { Controller } from "../controller/reconcile.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
@@ -202,6 +203,16 @@ export interface ManagerHealth {
   leading: boolean;
   /** Per-informer detail. */
   informers: InformerStatus[];
+  /** Optional kinds a controller runs without, because the API server does not serve them. */
+  missingKinds: MissingKind[];
+}
+
+/** An optional kind a controller runs without, in {@linkcode ManagerHealth}. */
+export interface MissingKind {
+  /** The controller. */
+  controller: string;
+  /** `Kind (group/version)`, e.g. `Certificate (cert-manager.io/v1)`. */
+  kind: string;
 }
 
 /**
@@ -457,7 +468,45 @@ export class Manager implements AsyncDisposable {
         name: inf.resource.apiVersion + ", Kind=" + inf.resource.kind,
         health: inf.health(),
       })),
+      missingKinds: this.missingKinds(),
     };
+  }
+
+  /**
+   * Reconciles every cached primary of a controller (or of every controller) on demand, as
+   * kube-rs's `reconcile_all_on`; the keys wait behind real changes. A standby replica queues
+   * them too, reconciled once it leads.
+   *
+   * @param controller The controller's name.
+   * @default controller every controller
+   * @returns How many keys were queued.
+   * @throws {TypeError} When no controller has that name.
+   */
+  reconcileAll(controller?: string): number {
+    const runtimes = controller === undefined
+      ? this.#runtimes
+      : this.#runtimes.filter((r) => r.controller.name === controller);
+    if (controller !== undefined && !runtimes.length) {
+      throw new TypeError(`Cannot reconcile all of controller "${controller}": no such controller`);
+    }
+    return runtimes.reduce((n, r) => n + r.reconcileAll(), 0);
+  }
+
+  /**
+   * The optional kinds (in `owns`, `watches` or `reads`, not built in, not `required`) that
+   * controllers run without now, because the API server does not serve them. Each is cached
+   * within seconds of its CustomResourceDefinition being established, and dropped again when
+   * the CRD is deleted.
+   *
+   * @returns One entry per controller and kind; empty before start.
+   */
+  missingKinds(): MissingKind[] {
+    return this.#runtimes.flatMap((r) =>
+      r.missingKinds.map((res) => ({
+        controller: r.controller.name,
+        kind: `${res.kind} (${res.apiVersion})`,
+      }))
+    );
   }
 
   #allInformers(): Informer<any>[] {
@@ -571,6 +620,7 @@ export class Manager implements AsyncDisposable {
         metrics: this.#opts.metrics,
         rateLimiter: this.#opts.rateLimiter?.(c.name),
         priorityQueue: this.#opts.priorityQueue,
+        deferOptional: true,
         ...(sharding
           ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
           : {}),
@@ -582,6 +632,7 @@ export class Manager implements AsyncDisposable {
       start: () => void informers.start(),
       stop: () => informers.stop(),
     });
+    this.#followServedKinds(client, informers);
     if (sharding) void lc.add(untilStopped("shard coordinator", (s) => sharding.run(s)));
     const election = this.#election(client);
     if (election) void lc.add(election.runnable);
@@ -592,11 +643,40 @@ export class Manager implements AsyncDisposable {
         start: ({ signal }) => r.start(signal),
         stop: async (reason) => {
           const timeoutMs = reason === "urgent" ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
-          if (!await r.stop(timeoutMs)) this.#late = true;
+          const why = reason === "urgent" ? "leadership lost" : "shutting down";
+          if (!await r.stop(timeoutMs, why)) this.#late = true;
         },
       });
     }
     return election?.elected;
+  }
+
+  /**
+   * Optional kinds: one `ServedKinds` for all controllers, started with the informers (after
+   * the `startup` hook), tells each runtime when a kind it left out is served or gone.
+   */
+  #followServedKinds(client: Client, informers: InformerFactory): void {
+    const optional = this.#runtimes.filter((r) => r.optionalKinds.length);
+    if (!optional.length) return;
+    const served = new ServedKinds({ client, informers });
+    for (const r of optional) {
+      for (const res of r.optionalKinds) {
+        served.follow(res, (now) => {
+          r.served(res, now).catch((err) =>
+            log.error("Cannot change what controller {controller} caches: {error}", {
+              controller: r.controller.name,
+              error: err instanceof Error ? err.message : String(err),
+            })
+          );
+        });
+      }
+    }
+    void this.#lifecycle.add({
+      name: "served kinds",
+      group: "cache",
+      start: ({ signal }) => served.start(signal),
+      stop: () => served.stop(),
+    });
   }
 
   /** Leader election as a runnable of the `always` group, from the option's two forms. */
