@@ -94,7 +94,10 @@ export interface FleetOptions {
    * More options of each cluster's manager (namespaces, priority queue, informer options).
    * @default {}
    */
-  manager?: Pick<ManagerOptions, "namespaces" | "priorityQueue" | "informerOptions" | "rateLimiter">;
+  manager?: Pick<
+    ManagerOptions,
+    "namespaces" | "priorityQueue" | "informerOptions" | "rateLimiter"
+  >;
   /** Called when a cluster was engaged (its manager started) or disengaged (stopped). */
   onCluster?: (event: { type: "engaged" | "disengaged"; cluster: string }) => void;
 }
@@ -228,7 +231,15 @@ export class Fleet implements AsyncDisposable {
         throw new Error("Hub caches not synced");
       }
       const parts = this.clusters().map((c) =>
-        `${c.name}: ${c.ready ? "ready" : c.error ? `failed (${c.error})` : "not synced"}`
+        `${c.name}: ${
+          c.error
+            ? `failed (${c.error})`
+            : !c.ready
+            ? "not synced"
+            : c.healthy
+            ? "ready"
+            : "unhealthy"
+        }`
       );
       return parts.join("; ") || "no clusters engaged";
     };
@@ -315,7 +326,10 @@ export class Fleet implements AsyncDisposable {
   /** Runs `step` after the steps queued before for `name`. */
   #serial(name: string, step: () => Promise<void>): Promise<void> {
     const next = (this.#chains.get(name) ?? Promise.resolve()).then(step).catch((err) => {
-      log.error("Cannot change cluster {cluster}: {error}", { cluster: name, error: firstLine(err) });
+      log.error("Cannot change cluster {cluster}: {error}", {
+        cluster: name,
+        error: firstLine(err),
+      });
     });
     this.#chains.set(name, next);
     void next.then(() => {

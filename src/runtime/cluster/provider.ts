@@ -186,7 +186,12 @@ export function kubeconfigSecrets(options: KubeconfigSecretsOptions): ClusterPro
   const key = options.key ?? "kubeconfig";
   return {
     name: `kubeconfig Secrets in "${namespace}"`,
-    hubRules: [{ namespace, apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch"] }],
+    hubRules: [{
+      namespace,
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "list", "watch"],
+    }],
     async run(events) {
       if (!events.hub) {
         throw new TypeError("Cannot follow kubeconfig Secrets: the fleet has no hub client");

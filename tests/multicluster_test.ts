@@ -1,0 +1,167 @@
+// Many clusters, against three real control planes: a hub and two members. The example fleet
+// operator (examples/fleet.ts) pushes the hub's settings into labelled Namespaces of every
+// member whose kubeconfig Secret is on the hub. A member registered at run time (the hub's
+// own API server, as a third member) is reconciled within 10 s; deleting a member's Secret
+// closes its watches (that API server's own gauge) while the others keep converging; a member
+// whose API server is stopped does not delay the others' reconciles.
+import assert from "node:assert/strict";
+import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
+import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
+import { FLEET_NAMESPACE, fleetOperator, SYNC_LABEL } from "../examples/fleet.ts";
+import { uniqueName, waitFor } from "./_helpers.ts";
+
+/** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
+async function watches(cp: ControlPlane, resource: string): Promise<number> {
+  const { body } = await cp.request("GET", "/metrics");
+  return String(body).split("\n")
+    .filter((l) =>
+      l.startsWith("apiserver_longrunning_requests{") && l.includes(`resource="${resource}"`) &&
+      l.includes('verb="WATCH"')
+    )
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+/** Registers `cp` as member `name`: its admin kubeconfig as a labelled Secret on the hub. */
+async function register(hub: Client, name: string, cp: ControlPlane): Promise<void> {
+  const text = await Deno.readTextFile(cp.kubeconfigPath);
+  await hub.create(Secret, {
+    metadata: { name, namespace: FLEET_NAMESPACE, labels: { [KUBECONFIG_SECRET_LABEL]: "true" } },
+    data: { kubeconfig: btoa(text) },
+  });
+}
+
+/** A Namespace labelled for the settings; resolves with its name. */
+async function syncedNamespace(client: Client, prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  await client.create(Namespace, { metadata: { name, labels: { [SYNC_LABEL]: "true" } } });
+  return name;
+}
+
+/** The settings ConfigMap's data in `ns`, or undefined. */
+async function settings(client: Client, ns: string): Promise<Record<string, string> | undefined> {
+  try {
+    return (await client.get(ConfigMap, "fleet-settings", { namespace: ns })).data;
+  } catch {
+    return undefined;
+  }
+}
+
+Deno.test("a fleet engages and disengages member clusters at run time", async (t) => {
+  const [hubCp, m1, m2] = await Promise.all([
+    startControlPlane(),
+    startControlPlane(),
+    startControlPlane(),
+  ]);
+  using hub = await createClient({ kubeconfig: hubCp.kubeconfigPath });
+  using c1 = await createClient({ kubeconfig: m1.kubeconfigPath });
+  using c2 = await createClient({ kubeconfig: m2.kubeconfigPath });
+  const fleet = fleetOperator(hub);
+  try {
+    await hub.create(Namespace, { metadata: { name: FLEET_NAMESPACE } });
+    await hub.create(ConfigMap, {
+      metadata: { name: "fleet-settings", namespace: FLEET_NAMESPACE },
+      data: { mode: "fast" },
+    });
+    // The API server's own informers watch Namespaces too: count from before the fleet.
+    const m2Before = await watches(m2, "namespaces");
+    await register(hub, "member-1", m1);
+    await register(hub, "member-2", m2);
+    const running = fleet.start();
+    running.catch(() => {});
+
+    let ns1 = "", ns2 = "";
+    await t.step("the example operator reconciles objects on both members", async () => {
+      [ns1, ns2] = await Promise.all([syncedNamespace(c1, "team"), syncedNamespace(c2, "team")]);
+      await waitFor(async () => (await settings(c1, ns1))?.cluster === "member-1", {
+        what: `member-1's ${ns1}/fleet-settings`,
+      });
+      await waitFor(async () => (await settings(c2, ns2))?.cluster === "member-2", {
+        what: `member-2's ${ns2}/fleet-settings`,
+      });
+      assert.deepEqual(await settings(c1, ns1), { mode: "fast", cluster: "member-1" });
+      assert.deepEqual(await settings(c2, ns2), { mode: "fast", cluster: "member-2" });
+      assert.deepEqual(fleet.clusters().map((c) => [c.name, c.ready]), [
+        ["member-1", true],
+        ["member-2", true],
+      ]);
+      await waitFor(async () => (await watches(m2, "namespaces")) === m2Before + 1, {
+        what: `member-2's API server to count the fleet's Namespace watch (had ${m2Before})`,
+      });
+    });
+
+    let ns3 = "";
+    await t.step("a member registered at run time is reconciled within 10 s", async () => {
+      ns3 = await syncedNamespace(hub, "team");
+      const t0 = performance.now();
+      await register(hub, "member-3", hubCp);
+      await waitFor(async () => (await settings(hub, ns3))?.cluster === "member-3", {
+        what: `member-3's ${ns3}/fleet-settings`,
+        timeoutMs: 10_000,
+      });
+      console.log(
+        `member-3 registered → its Namespace reconciled in ${
+          Math.round(performance.now() - t0)
+        } ms`,
+      );
+    });
+
+    await t.step("deleting a member's Secret closes its watches; the others converge", async () => {
+      const engaged = await watches(m2, "namespaces");
+      await hub.delete(Secret, "member-2", { namespace: FLEET_NAMESPACE });
+      await waitFor(() => !fleet.clusters().some((c) => c.name === "member-2"), {
+        what: "member-2 to be disengaged",
+      });
+      await waitFor(async () => (await watches(m2, "namespaces")) === m2Before, {
+        what: `member-2's API server's Namespace watch count to drop back to ${m2Before}`,
+      });
+      console.log(
+        `member-2 apiserver_longrunning_requests{resource="namespaces",verb="WATCH"}: ${engaged} → ${m2Before} after its Secret was deleted`,
+      );
+      await hub.patch(ConfigMap, "fleet-settings", { data: { mode: "slow" } }, {
+        namespace: FLEET_NAMESPACE,
+      });
+      await waitFor(async () => (await settings(c1, ns1))?.mode === "slow", {
+        what: "member-1's settings to follow the hub",
+      });
+      await waitFor(async () => (await settings(hub, ns3))?.mode === "slow", {
+        what: "member-3's settings to follow the hub",
+      });
+      assert.equal((await settings(c2, ns2))?.mode, "fast", "member-2 is no longer reconciled");
+    });
+
+    await t.step("a member whose API server is stopped does not delay the others", async () => {
+      const latency = async (): Promise<number> => {
+        const ns = await syncedNamespace(hub, "lat");
+        const t0 = performance.now();
+        await waitFor(async () => (await settings(hub, ns))?.cluster === "member-3", {
+          what: `member-3's ${ns}/fleet-settings`,
+          intervalMs: 10,
+        });
+        return Math.round(performance.now() - t0);
+      };
+      const up: number[] = [];
+      for (let i = 0; i < 3; i++) up.push(await latency());
+      await m1.stopApiServer();
+      const down: number[] = [];
+      for (let i = 0; i < 3; i++) down.push(await latency());
+      const states = fleet.clusters().map((c) => `${c.name}=${c.ready ? "ready" : "not ready"}`);
+      console.log(
+        `member-3 create → reconciled, ms: member-1 up [${
+          up.join(", ")
+        }], member-1's API server stopped [${down.join(", ")}]; clusters: ${
+          states.join(", ")
+        }; readyz: ${fleet.readyzCheck()()}`,
+      );
+      assert.ok(fleet.clusters().some((c) => c.name === "member-1"), "member-1 stays engaged");
+    });
+
+    await fleet.stop();
+    await running;
+    assert.deepEqual(fleet.clusters(), [], "every cluster was disengaged");
+  } finally {
+    await fleet.stop();
+    await Promise.all([hubCp, m1, m2].map((cp) => cp.stop()));
+  }
+});
