@@ -9,7 +9,10 @@ import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
-import { FLEET_NAMESPACE, fleetOperator, SYNC_LABEL } from "../examples/fleet.ts";
+import { FLEET_NAMESPACE, fleetOperator, manifests, SYNC_LABEL } from "../examples/fleet.ts";
+import { toYaml } from "../src/util/yaml.ts";
+import { clusterMetrics } from "../src/metrics/cluster_metrics.ts";
+import { Registry } from "../src/metrics/registry.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 /** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
@@ -23,9 +26,37 @@ async function watches(cp: ControlPlane, resource: string): Promise<number> {
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
-/** Registers `cp` as member `name`: its admin kubeconfig as a labelled Secret on the hub. */
-async function register(hub: Client, name: string, cp: ControlPlane): Promise<void> {
-  const text = await Deno.readTextFile(cp.kubeconfigPath);
+/**
+ * Applies one of the example's manifest sets on `cp` (`manifests --hub` or `--member`) and
+ * returns a kubeconfig holding a token of the operator's ServiceAccount there: the operator
+ * runs with only the RBAC the manifests grant.
+ */
+async function operatorKubeconfig(cp: ControlPlane, set: "hub" | "member"): Promise<string> {
+  const file = `${cp.dir}/fleet-${set}.yaml`;
+  await Deno.writeTextFile(file, toYaml(manifests[set]));
+  const applied = await cp.kubectl("apply", "-f", file);
+  assert.equal(applied.code, 0, applied.stderr);
+  const token = await cp.request(
+    "POST",
+    `/api/v1/namespaces/${FLEET_NAMESPACE}/serviceaccounts/fleet-operator/token`,
+    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+  );
+  assert.equal(token.status, 201);
+  return toYaml([{
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "c",
+      cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
+    }],
+    users: [{ name: "fleet-operator", user: { token: token.body.status.token } }],
+    contexts: [{ name: "c", context: { cluster: "c", user: "fleet-operator" } }],
+    "current-context": "c",
+  }]);
+}
+
+/** Registers member `name`: its kubeconfig as a labelled Secret on the hub. */
+async function register(hub: Client, name: string, text: string): Promise<void> {
   await hub.create(Secret, {
     metadata: { name, namespace: FLEET_NAMESPACE, labels: { [KUBECONFIG_SECRET_LABEL]: "true" } },
     data: { kubeconfig: btoa(text) },
@@ -57,17 +88,26 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
   using hub = await createClient({ kubeconfig: hubCp.kubeconfigPath });
   using c1 = await createClient({ kubeconfig: m1.kubeconfigPath });
   using c2 = await createClient({ kubeconfig: m2.kubeconfigPath });
-  const fleet = fleetOperator(hub);
+  await hub.create(Namespace, { metadata: { name: FLEET_NAMESPACE } });
+  // The operator's hub client has only what `manifests --hub` grants.
+  const hubConfig = `${hubCp.dir}/fleet-operator.kubeconfig`;
+  await Deno.writeTextFile(hubConfig, await operatorKubeconfig(hubCp, "hub"));
+  using operatorHub = await createClient({ kubeconfig: hubConfig });
+  const registry = new Registry();
+  const metrics = clusterMetrics(registry);
+  const fleet = fleetOperator(operatorHub, {
+    metrics: metrics.hooks,
+    onCluster: metrics.onCluster,
+  });
   try {
-    await hub.create(Namespace, { metadata: { name: FLEET_NAMESPACE } });
     await hub.create(ConfigMap, {
       metadata: { name: "fleet-settings", namespace: FLEET_NAMESPACE },
       data: { mode: "fast" },
     });
     // The API server's own informers watch Namespaces too: count from before the fleet.
     const m2Before = await watches(m2, "namespaces");
-    await register(hub, "member-1", m1);
-    await register(hub, "member-2", m2);
+    await register(hub, "member-1", await operatorKubeconfig(m1, "member"));
+    await register(hub, "member-2", await operatorKubeconfig(m2, "member"));
     const running = fleet.start();
     running.catch(() => {});
 
@@ -86,6 +126,16 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
         ["member-1", true],
         ["member-2", true],
       ]);
+      const text = await registry.metrics();
+      for (const m of ["member-1", "member-2"]) {
+        assert.match(
+          text,
+          new RegExp(
+            `kubeno_cluster_reconcile_total\\{cluster="${m}",controller="fleet-settings",result="success"\\} [1-9]`,
+          ),
+        );
+        assert.match(text, new RegExp(`kubeno_cluster_engaged\\{cluster="${m}"\\} 1`));
+      }
       await waitFor(async () => (await watches(m2, "namespaces")) === m2Before + 1, {
         what: `member-2's API server to count the fleet's Namespace watch (had ${m2Before})`,
       });
@@ -94,8 +144,9 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
     let ns3 = "";
     await t.step("a member registered at run time is reconciled within 10 s", async () => {
       ns3 = await syncedNamespace(hub, "team");
+      const kubeconfig = await operatorKubeconfig(hubCp, "member");
       const t0 = performance.now();
-      await register(hub, "member-3", hubCp);
+      await register(hub, "member-3", kubeconfig);
       await waitFor(async () => (await settings(hub, ns3))?.cluster === "member-3", {
         what: `member-3's ${ns3}/fleet-settings`,
         timeoutMs: 10_000,
@@ -116,6 +167,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
       await waitFor(async () => (await watches(m2, "namespaces")) === m2Before, {
         what: `member-2's API server's Namespace watch count to drop back to ${m2Before}`,
       });
+      assert.doesNotMatch(await registry.metrics(), /kubeno_cluster_engaged\{cluster="member-2"\}/);
       console.log(
         `member-2 apiserver_longrunning_requests{resource="namespaces",verb="WATCH"}: ${engaged} → ${m2Before} after its Secret was deleted`,
       );
