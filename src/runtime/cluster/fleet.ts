@@ -42,6 +42,8 @@ import { InformerReader } from "../cache/reader.ts";
 import type { Informer } from "../cache/informer.ts";
 import { createManager, type Manager, type ManagerOptions } from "../manager/manager.ts";
 import type { ClusterConfig, ClusterProvider } from "./provider.ts";
+import { fnv1a64 } from "../sharding/hash_range.ts";
+import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "cluster"]);
 
@@ -68,11 +70,19 @@ export interface FleetOptions {
    */
   hubNamespace?: string;
   /**
-   * Whether this replica takes a cluster; the others are left to other replicas (see
-   * `fleetSharding`). Re-asked on {@linkcode Fleet.prototype.reconsider}.
-   * @default every cluster
+   * Whether this replica takes a cluster; the others are left to other replicas.
+   * Re-asked on {@linkcode Fleet.prototype.reconsider}. Not with `sharding`.
+   * @default every cluster (or, with `sharding`, those in the shards this replica holds)
    */
   owns?: (cluster: string) => boolean;
+  /**
+   * Spread the clusters over the operator's replicas through the hub's Leases, with the
+   * shard coordinator: a cluster's shard is the hash of its name; each replica engages the
+   * clusters of the shards it holds, and disengages them (drained) before a shard's Lease
+   * is given up. Balanced and sticky as the coordinator's assignment is.
+   * @default every replica engages every cluster
+   */
+  sharding?: FleetSharding;
   /**
    * How long a disengaged cluster's in-flight reconciles may go on before their signal
    * aborts, in milliseconds.
@@ -101,6 +111,9 @@ export interface FleetOptions {
   /** Called when a cluster was engaged (its manager started) or disengaged (stopped). */
   onCluster?: (event: { type: "engaged" | "disengaged"; cluster: string }) => void;
 }
+
+/** The fleet's `sharding` option: the coordinator's options but its client, drain and key. */
+export type FleetSharding = Omit<ShardCoordinatorOptions, "client" | "drain" | "key">;
 
 /** One engaged cluster, as {@linkcode Fleet.prototype.clusters} reports it. */
 export interface ClusterStatus {
@@ -137,6 +150,7 @@ export class Fleet implements AsyncDisposable {
   readonly #known = new Map<string, ClusterConfig>();
   #hub: HubAccess | undefined;
   #hubInformers: InformerFactory | undefined;
+  #sharding: ShardCoordinator | undefined;
   #done: Promise<void> | undefined;
 
   /**
@@ -261,14 +275,51 @@ export class Fleet implements AsyncDisposable {
     await Promise.all(steps);
   }
 
+  /**
+   * The shard coordinator, once started with `sharding`.
+   *
+   * @returns The coordinator, or `undefined`.
+   */
+  get sharding(): ShardCoordinator | undefined {
+    return this.#sharding;
+  }
+
   #owns(name: string): boolean {
+    if (this.#sharding) return this.#sharding.filter.matches(clusterObject(name));
     return this.#opts.owns?.(name) ?? true;
+  }
+
+  /** The coordinator over the hub's Leases; its drain disengages the clusters moving away. */
+  #shard(hub: Client | undefined, options: FleetSharding): ShardCoordinator {
+    if (!hub) throw new TypeError("Cannot spread clusters over replicas: the fleet has no hub");
+    const coordinator = new ShardCoordinator({
+      ...options,
+      client: hub,
+      key: "uid",
+      drain: async (inShards) => {
+        const moving = [...this.#clusters.keys()].filter((n) => inShards(clusterObject(n)));
+        await Promise.all(moving.map((n) => this.#disengage(n)));
+      },
+      onLost: (reason) => {
+        options.onLost?.(reason);
+        log.error("Lost the fleet's sharding membership: {reason}; stopping", { reason });
+        this.#stop.abort();
+      },
+    });
+    coordinator.filter.subscribe(() => void this.reconsider());
+    return coordinator;
   }
 
   async #run(): Promise<void> {
     const stop = this.#stop.signal;
     const hub = this.#opts.hub;
     if (hub) this.#hub = this.#hubAccess(hub);
+    const shardStop = new AbortController();
+    let sharding: Promise<unknown> | undefined;
+    if (this.#opts.sharding) {
+      this.#sharding = this.#shard(hub, this.#opts.sharding);
+      sharding = this.#sharding.run(shardStop.signal);
+    }
     try {
       await this.#opts.clusters.run({
         hub,
@@ -293,6 +344,9 @@ export class Fleet implements AsyncDisposable {
       this.#stop.abort();
       await Promise.all([...this.#clusters.keys()].map((name) => this.#disengage(name)));
       await Promise.all([...this.#chains.values()]);
+      // Only now: the shards' Leases are given up after their clusters were disengaged.
+      shardStop.abort();
+      await sharding?.catch(() => {});
       await this.#hubInformers?.stop();
     }
   }
@@ -392,6 +446,20 @@ export class Fleet implements AsyncDisposable {
   }
 }
 
+/**
+ * What the coordinator hashes for a cluster. FNV-1a's high bits (which pick the shard) barely
+ * differ between names that differ only at the end (`member-1`, `member-2`... all land in one
+ * shard of 12), so the name's hash is first mixed (splitmix64's finalizer) into the uid.
+ */
+function clusterObject(name: string): { metadata: { uid: string; name: string } } {
+  const M = (1n << 64n) - 1n;
+  let z = fnv1a64(name);
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M;
+  z ^= z >> 31n;
+  return { metadata: { uid: z.toString(16).padStart(16, "0"), name } };
+}
+
 /** A cluster's client; a kubeconfig's text goes through a private temp file, then removed. */
 async function clusterClient(
   config: ClusterConfig,
@@ -421,6 +489,7 @@ async function clusterClient(
  * @param options Controllers, provider, hub and per-cluster options.
  * @returns The fleet.
  * @throws {RangeError} When `disengageTimeoutMs` is negative or not a number.
+ * @throws {TypeError} When both `sharding` and `owns` are given.
  *
  * @example A ConfigMap controller on two clusters
  * ```ts
@@ -439,6 +508,9 @@ async function clusterClient(
  * ```
  */
 export function createFleet(options: FleetOptions): Fleet {
+  if (options.sharding && options.owns) {
+    throw new TypeError("Cannot create fleet: use sharding or owns, not both");
+  }
   const t = options.disengageTimeoutMs;
   if (t !== undefined && !(t >= 0)) {
     throw new RangeError(`Cannot create fleet: disengageTimeoutMs must be >= 0, got "${t}"`);

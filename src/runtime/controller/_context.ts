@@ -12,10 +12,10 @@ import type { EventRecorder } from "./events.ts";
 import type { Condition, KubeObject, ObjectRef } from "../../core/object.ts";
 import { setControllerReference } from "../../core/owner.ts";
 import type {
+  ClusterScope,
   ContextDeleteOptions,
   ContextWriteOptions,
   Controller,
-  ClusterScope,
   ReconcileContext,
   StatusOf,
 } from "./reconcile.ts";
