@@ -25,7 +25,9 @@ export {
   createFleet,
   Fleet,
   type FleetOptions,
+  type FleetSharding,
 } from "../src/runtime/cluster/fleet.ts";
+export type { ClientOptions } from "../src/client/client.ts";
 export {
   type ClusterConfig,
   type ClusterEvents,
