@@ -26,6 +26,29 @@ async function watches(cp: ControlPlane, resource: string): Promise<number> {
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
+const printed = new Map<string, Promise<string>>();
+/** `deno run -A examples/fleet.ts manifests --<set>`, run as its module doc writes it. */
+function printedManifests(set: "hub" | "member"): Promise<string> {
+  let text = printed.get(set);
+  if (!text) {
+    text = (async () => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "examples/fleet.ts", "manifests", `--${set}`],
+        cwd: new URL("../", import.meta.url).pathname,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const dec = new TextDecoder();
+      assert.equal(out.code, 0, dec.decode(out.stderr));
+      const yaml = dec.decode(out.stdout);
+      assert.equal(yaml.trimEnd(), toYaml(manifests[set]).trimEnd());
+      return yaml;
+    })();
+    printed.set(set, text);
+  }
+  return text;
+}
+
 /**
  * Applies one of the example's manifest sets on `cp` (`manifests --hub` or `--member`) and
  * returns a kubeconfig holding a token of the operator's ServiceAccount there: the operator
@@ -33,7 +56,7 @@ async function watches(cp: ControlPlane, resource: string): Promise<number> {
  */
 async function operatorKubeconfig(cp: ControlPlane, set: "hub" | "member"): Promise<string> {
   const file = `${cp.dir}/fleet-${set}.yaml`;
-  await Deno.writeTextFile(file, toYaml(manifests[set]));
+  await Deno.writeTextFile(file, await printedManifests(set));
   const applied = await cp.kubectl("apply", "-f", file);
   assert.equal(applied.code, 0, applied.stderr);
   const token = await cp.request(
