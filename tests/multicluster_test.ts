@@ -121,6 +121,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
   const fleet = fleetOperator(operatorHub, {
     metrics: metrics.hooks,
     onCluster: metrics.onCluster,
+    unreachableAfterMs: 3_000,
   });
   try {
     await hub.create(ConfigMap, {
@@ -229,7 +230,19 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
           states.join(", ")
         }; readyz: ${fleet.readyzCheck()()}`,
       );
-      assert.ok(fleet.clusters().some((c) => c.name === "member-1"), "member-1 stays engaged");
+    });
+
+    await t.step("unreachable past the deadline: disengaged, then engaged again", async () => {
+      await waitFor(() => !fleet.clusters().some((c) => c.name === "member-1"), {
+        what: "member-1 to be disengaged (unreachableAfterMs 3000)",
+      });
+      assert.ok(fleet.known().includes("member-1"), "its Secret still names it");
+      await m1.startApiServer();
+      const ns = await syncedNamespace(c1, "back");
+      await waitFor(async () => (await settings(c1, ns))?.cluster === "member-1", {
+        what: "member-1 to be engaged again and reconciled once its API server is back",
+      });
+      assert.equal((await settings(c1, ns))?.mode, "slow");
     });
 
     await fleet.stop();

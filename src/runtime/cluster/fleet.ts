@@ -26,8 +26,8 @@
  *
  * ## Caveats
  *
- * - A cluster stays engaged while unreachable (its informers retry with backoff); a provider
- *   decides when it is gone.
+ * - Without `unreachableAfterMs` a cluster stays engaged while unreachable (its informers
+ *   retry with backoff) until its provider disengages it.
  *
  * @module
  */
@@ -90,6 +90,14 @@ export interface FleetOptions {
    */
   disengageTimeoutMs?: number;
   /**
+   * Disengage a cluster whose caches have not synced, or whose informers have been failing,
+   * for this long (an unreachable API server, revoked credentials); it is engaged again
+   * after as long, for as long as its provider still names it. Keeps an unreachable cluster's
+   * retries from costing memory and connections forever.
+   * @default never: an unreachable cluster stays engaged, its informers retrying
+   */
+  unreachableAfterMs?: number;
+  /**
    * Metrics hooks per cluster, e.g. `clusterMetrics(registry)` for series with a `cluster`
    * label.
    * @default none
@@ -129,6 +137,8 @@ export interface ClusterStatus {
 
 interface Engaged {
   config: string;
+  /** Since when (ms, monotonic) it has been not synced or failing. */
+  unwellSince?: number;
   manager?: Manager;
   client?: Client;
   running?: Promise<void>;
@@ -151,6 +161,7 @@ export class Fleet implements AsyncDisposable {
   #hub: HubAccess | undefined;
   #hubInformers: InformerFactory | undefined;
   #sharding: ShardCoordinator | undefined;
+  readonly #retries = new Set<ReturnType<typeof setTimeout>>();
   #done: Promise<void> | undefined;
 
   /**
@@ -314,6 +325,10 @@ export class Fleet implements AsyncDisposable {
     const stop = this.#stop.signal;
     const hub = this.#opts.hub;
     if (hub) this.#hub = this.#hubAccess(hub);
+    const unreachable = this.#opts.unreachableAfterMs;
+    const watchdog = unreachable === undefined
+      ? undefined
+      : setInterval(() => this.#checkReachable(unreachable), Math.min(1_000, unreachable / 4));
     const shardStop = new AbortController();
     let sharding: Promise<unknown> | undefined;
     if (this.#opts.sharding) {
@@ -342,12 +357,44 @@ export class Fleet implements AsyncDisposable {
       throw err;
     } finally {
       this.#stop.abort();
+      clearInterval(watchdog);
+      for (const t of this.#retries) clearTimeout(t);
       await Promise.all([...this.#clusters.keys()].map((name) => this.#disengage(name)));
       await Promise.all([...this.#chains.values()]);
       // Only now: the shards' Leases are given up after their clusters were disengaged.
       shardStop.abort();
       await sharding?.catch(() => {});
       await this.#hubInformers?.stop();
+    }
+  }
+
+  /** Disengages the clusters unwell for longer than `limitMs`; engages them again later. */
+  #checkReachable(limitMs: number): void {
+    const now = performance.now();
+    for (const [name, e] of this.#clusters) {
+      const well = e.manager !== undefined && e.manager.ready() && e.manager.healthy();
+      if (well) {
+        e.unwellSince = undefined;
+        continue;
+      }
+      e.unwellSince ??= now;
+      if (now - e.unwellSince < limitMs || e.config === "") continue;
+      const config = e.config;
+      e.config = ""; // once
+      log.warn("Cluster {cluster} unreachable for {ms} ms; disengaging it", {
+        cluster: name,
+        ms: Math.round(now - e.unwellSince),
+      });
+      void this.#serial(name, () => this.#teardown(name, e, "unreachable")).then(() => {
+        const retry = setTimeout(() => {
+          this.#retries.delete(retry);
+          const known = this.#known.get(name);
+          if (known && JSON.stringify(known) === config && this.#owns(name)) {
+            void this.#engage(name, known);
+          }
+        }, limitMs);
+        this.#retries.add(retry);
+      });
     }
   }
 
@@ -488,7 +535,8 @@ async function clusterClient(
  *
  * @param options Controllers, provider, hub and per-cluster options.
  * @returns The fleet.
- * @throws {RangeError} When `disengageTimeoutMs` is negative or not a number.
+ * @throws {RangeError} When `disengageTimeoutMs` is negative or `unreachableAfterMs` not
+ * positive.
  * @throws {TypeError} When both `sharding` and `owns` are given.
  *
  * @example A ConfigMap controller on two clusters
@@ -514,6 +562,10 @@ export function createFleet(options: FleetOptions): Fleet {
   const t = options.disengageTimeoutMs;
   if (t !== undefined && !(t >= 0)) {
     throw new RangeError(`Cannot create fleet: disengageTimeoutMs must be >= 0, got "${t}"`);
+  }
+  const u = options.unreachableAfterMs;
+  if (u !== undefined && !(u > 0)) {
+    throw new RangeError(`Cannot create fleet: unreachableAfterMs must be > 0, got "${u}"`);
   }
   return new Fleet(options);
 }
