@@ -12,6 +12,7 @@ function fakeHub(items: unknown[], seen: { labelSelector?: string; namespace?: s
     watchEvents: (_res: unknown, opts: { signal?: AbortSignal }) =>
       (async function* () {
         await new Promise((r) => opts.signal?.addEventListener("abort", r, { once: true }));
+        yield* [];
       })(),
   } as unknown as Client;
 }
