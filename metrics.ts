@@ -39,6 +39,7 @@ export {
   workqueueMetrics,
 } from "./src/metrics/controller_metrics.ts";
 export { registerProcessMetrics } from "./src/metrics/process_metrics.ts";
+export { type ClusterMetrics, clusterMetrics } from "./src/metrics/cluster_metrics.ts";
 export {
   shardingMetrics,
   type ShardingMetricsAdapter,

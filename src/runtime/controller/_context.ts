@@ -12,6 +12,7 @@ import type { EventRecorder } from "./events.ts";
 import type { Condition, KubeObject, ObjectRef } from "../../core/object.ts";
 import { setControllerReference } from "../../core/owner.ts";
 import type {
+  ClusterScope,
   ContextDeleteOptions,
   ContextWriteOptions,
   Controller,
@@ -63,6 +64,8 @@ export interface ContextInit<T extends KubeObject> {
   cached: T;
   /** Reads from the controller's cache. */
   cache: CacheReader;
+  /** The cluster a fleet runs this reconcile for (`ctx.cluster`); absent on one cluster. */
+  cluster?: ClusterScope;
   /** `ctx.signal`: the attempt's; once it aborted, every write is refused unsent. */
   signal: AbortSignal;
   /** The controller's own last writes, to skip writing them again. */
@@ -286,6 +289,8 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     key,
     ref,
     signal,
+    cluster: init.cluster?.name,
+    hub: init.cluster?.hub,
     async apply<U extends KubeObject>(kind: Resource<U>, obj: ApplyObject<U>): Promise<U> {
       const desired = owned(kind, obj);
       const { name, namespace } = desired.metadata;

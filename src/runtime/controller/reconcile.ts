@@ -150,6 +150,22 @@ export class TerminalError extends Error {
   }
 }
 
+/** The hub cluster as a reconcile sees it, in {@linkcode ReconcileContext.hub}. */
+export interface HubAccess {
+  /** The hub's client. */
+  readonly client: Client;
+  /** Reads of the fleet's `hubReads` kinds from the hub's informers, without a request. */
+  readonly cache: CacheReader;
+}
+
+/** Which cluster a controller runtime serves, when a fleet runs it. */
+export interface ClusterScope {
+  /** The cluster's name, as its provider engaged it. */
+  readonly name: string;
+  /** The hub, when the fleet has one. */
+  readonly hub?: HubAccess;
+}
+
 /**
  * What reconcile and finalize functions get besides the object: a client, a logger, an event
  * recorder and helpers that write with the controller's field manager.
@@ -189,6 +205,18 @@ export interface ReconcileContext<T extends KubeObject> {
    * and check `ctx.signal.throwIfAborted()` in loops.
    */
   readonly signal: AbortSignal;
+  /**
+   * The name of the cluster this reconcile is for when a fleet runs the controller over many
+   * clusters (`createFleet`): `client`, `cache` and `events` are that cluster's, and the log
+   * carries a `cluster` property. `undefined` when the operator runs on one cluster.
+   */
+  readonly cluster: string | undefined;
+  /**
+   * The hub cluster a fleet discovers its clusters from: its client, and a cache of the kinds
+   * the fleet's `hubReads` names (e.g. the operator's own configuration objects). `undefined`
+   * on one cluster.
+   */
+  readonly hub: HubAccess | undefined;
   /**
    * Server-side applies `obj` with the controller's field manager (forcing ownership of
    * conflicting fields) after making the primary its controller owner. A namespaced `obj`

@@ -102,7 +102,7 @@ import type { ShardFilter } from "../cache/shard_filter.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { ObjectEvent } from "../watch/watch.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
-import type { Controller, ReconcileResult, WatchSpec } from "./reconcile.ts";
+import type { ClusterScope, Controller, ReconcileResult, WatchSpec } from "./reconcile.ts";
 import type { Resource } from "../../core/resource.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
 import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from "../queue/workqueue.ts";
@@ -182,6 +182,12 @@ export interface ControllerRuntimeOptions {
    * @default false
    */
   deferOptional?: boolean;
+  /**
+   * The cluster this runtime serves when a fleet runs the controller over many clusters:
+   * `ctx.cluster` and `ctx.hub`, a `cluster` property on every log line.
+   * @default one cluster (`ctx.cluster` is `undefined`)
+   */
+  cluster?: ClusterScope;
 }
 
 /** Removes what it was returned for: an event handler, the wiring of a kind. */
@@ -219,6 +225,7 @@ export class ControllerRuntime<T extends KubeObject> {
   /** The work queue of primary keys. */
   readonly queue: WorkQueue<string>;
   readonly #client: Client;
+  readonly #cluster: ClusterScope | undefined;
   readonly #events: EventRecorder;
   readonly #metrics?: ControllerMetricsHooks;
   readonly #namespaces?: readonly string[];
@@ -265,6 +272,7 @@ export class ControllerRuntime<T extends KubeObject> {
   constructor(controller: Controller<T>, options: ControllerRuntimeOptions) {
     this.controller = controller;
     this.#client = options.client;
+    this.#cluster = options.cluster;
     this.#metrics = options.metrics;
     this.#namespaces = options.namespaces?.length ? options.namespaces : undefined;
     this.#events = options.events ??
@@ -934,6 +942,7 @@ export class ControllerRuntime<T extends KubeObject> {
     const c = this.controller;
     // controller-runtime's reconcile log fields, so log queries carry over.
     const log = this.#log.with({
+      ...(this.#cluster ? { cluster: this.#cluster.name } : {}),
       controller: c.name,
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name,
@@ -949,6 +958,7 @@ export class ControllerRuntime<T extends KubeObject> {
       primary: obj,
       cached,
       cache: this.#reader.withDefaultNamespace(obj.metadata.namespace),
+      cluster: this.#cluster,
       signal,
       memory: this.#memory,
       tracking: this.#writes.tracking(key),

@@ -44,7 +44,7 @@ import type { Informer, InformerHealth } from "../cache/informer.ts";
 import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
 import { ServedKinds } from "../cache/served_kinds.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
-import type { Controller } from "../controller/reconcile.ts";
+import type { ClusterScope, Controller } from "../controller/reconcile.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
 import { type LeaderElector, leaderElector, type LeaderElectorOptions } from "./leader_election.ts";
 import { Lifecycle } from "./_lifecycle.ts";
@@ -142,6 +142,12 @@ export interface ManagerOptions {
    * @default false
    */
   handleSignals?: boolean;
+  /**
+   * The cluster this manager serves when a fleet runs one manager per cluster
+   * (`createFleet`): `ctx.cluster`, `ctx.hub` and a `cluster` log property.
+   * @default one cluster
+   */
+  cluster?: ClusterScope;
 }
 
 /** What the manager's `startup` hook gets. */
@@ -621,6 +627,7 @@ export class Manager implements AsyncDisposable {
         rateLimiter: this.#opts.rateLimiter?.(c.name),
         priorityQueue: this.#opts.priorityQueue,
         deferOptional: true,
+        cluster: this.#opts.cluster,
         ...(sharding
           ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
           : {}),

@@ -1,0 +1,95 @@
+/**
+ * A fleet operator: settings kept on a hub cluster, pushed to every member cluster. The hub
+ * holds a ConfigMap `fleet-settings` in `fleet-system` and one kubeconfig Secret per member
+ * (labelled `sigs.k8s.io/multicluster-runtime-kubeconfig: "true"`, key `kubeconfig`). On
+ * every member, each Namespace labelled `fleet.kubeno.dev/sync: "true"` gets a ConfigMap
+ * `fleet-settings`: the hub's data plus `cluster`, the member's name. A member joins when its
+ * Secret is created and leaves when it is deleted; a change of the hub's settings reaches
+ * every member.
+ *
+ * ```sh
+ * kubectl create namespace fleet-system
+ * kubectl -n fleet-system create configmap fleet-settings --from-literal=mode=fast
+ * kubectl -n fleet-system create secret generic member-1 --from-file=kubeconfig=member-1.yaml
+ * kubectl -n fleet-system label secret member-1 sigs.k8s.io/multicluster-runtime-kubeconfig=true
+ * deno run -A examples/fleet.ts              # the hub is the current kubeconfig
+ * deno run -A examples/fleet.ts manifests --hub     # RBAC to apply on the hub
+ * deno run -A examples/fleet.ts manifests --member  # RBAC to apply on every member
+ * # on member-1:
+ * kubectl create namespace team-a && kubectl label namespace team-a fleet.kubeno.dev/sync=true
+ * kubectl -n team-a get configmap fleet-settings -o yaml
+ * ```
+ *
+ * @module
+ */
+import { ConfigMap, createClient, Namespace, reconcile, toYaml } from "../mod.ts";
+import { fleetManifests } from "../src/deploy/fleet_manifests.ts";
+import {
+  createFleet,
+  type Fleet,
+  type FleetOptions,
+  kubeconfigSecrets,
+} from "../runtime/cluster.ts";
+import type { Client } from "../client.ts";
+
+/** The hub namespace holding the settings and the members' kubeconfig Secrets. */
+export const FLEET_NAMESPACE = "fleet-system";
+/** The label that asks for the settings in a member's Namespace. */
+export const SYNC_LABEL = "fleet.kubeno.dev/sync";
+
+/** On each member: the hub's settings, and the member's name, into labelled Namespaces. */
+export const pushSettings = reconcile(Namespace, {
+  name: "fleet-settings",
+  owns: [ConfigMap],
+  scope: { labelSelector: `${SYNC_LABEL}=true` },
+  async reconcile(ns, ctx) {
+    const settings = ctx.hub?.cache.get(ConfigMap, "fleet-settings", {
+      namespace: FLEET_NAMESPACE,
+    });
+    await ctx.apply(ConfigMap, {
+      metadata: { name: "fleet-settings", namespace: ns.metadata.name },
+      data: { ...settings?.data, cluster: ctx.cluster ?? "" },
+    });
+  },
+});
+
+/**
+ * The fleet: {@linkcode pushSettings} on every member the hub's Secrets name.
+ *
+ * @param hub The hub's client.
+ * @param options More fleet options (metrics, `owns` for replicas).
+ * @returns The fleet, not started.
+ */
+export function fleetOperator(
+  hub: Client,
+  options: Partial<Omit<FleetOptions, "hub" | "controllers">> = {},
+): Fleet {
+  return createFleet({
+    ...options,
+    hub,
+    controllers: [pushSettings],
+    clusters: options.clusters ?? kubeconfigSecrets({ namespace: FLEET_NAMESPACE }),
+    hubReads: [ConfigMap],
+    hubNamespace: FLEET_NAMESPACE,
+  });
+}
+
+/** The RBAC manifests of this operator: the hub set and the member set. */
+export const manifests = fleetManifests({
+  name: "fleet-operator",
+  namespace: FLEET_NAMESPACE,
+  controllers: [pushSettings],
+  hubRules: kubeconfigSecrets({ namespace: FLEET_NAMESPACE }).hubRules,
+  hubReads: [ConfigMap],
+  hubNamespace: FLEET_NAMESPACE,
+});
+
+if (import.meta.main && Deno.args[0] === "manifests") {
+  const set = Deno.args.includes("--member") ? manifests.member : manifests.hub;
+  console.log(toYaml(set).trimEnd());
+} else if (import.meta.main) {
+  using hub = await createClient();
+  const stop = new AbortController();
+  for (const s of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(s, () => stop.abort());
+  await fleetOperator(hub).start(stop.signal);
+}

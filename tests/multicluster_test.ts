@@ -1,0 +1,255 @@
+// Many clusters, against three real control planes: a hub and two members. The example fleet
+// operator (examples/fleet.ts) pushes the hub's settings into labelled Namespaces of every
+// member whose kubeconfig Secret is on the hub. A member registered at run time (the hub's
+// own API server, as a third member) is reconciled within 10 s; deleting a member's Secret
+// closes its watches (that API server's own gauge) while the others keep converging; a member
+// whose API server is stopped does not delay the others' reconciles.
+import assert from "node:assert/strict";
+import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
+import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
+import { FLEET_NAMESPACE, fleetOperator, manifests, SYNC_LABEL } from "../examples/fleet.ts";
+import { toYaml } from "../src/util/yaml.ts";
+import { clusterMetrics } from "../src/metrics/cluster_metrics.ts";
+import { Registry } from "../src/metrics/registry.ts";
+import { uniqueName, waitFor } from "./_helpers.ts";
+
+/** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
+async function watches(cp: ControlPlane, resource: string): Promise<number> {
+  const { body } = await cp.request("GET", "/metrics");
+  return String(body).split("\n")
+    .filter((l) =>
+      l.startsWith("apiserver_longrunning_requests{") && l.includes(`resource="${resource}"`) &&
+      l.includes('verb="WATCH"')
+    )
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+const printed = new Map<string, Promise<string>>();
+/** `deno run -A examples/fleet.ts manifests --<set>`, run as its module doc writes it. */
+function printedManifests(set: "hub" | "member"): Promise<string> {
+  let text = printed.get(set);
+  if (!text) {
+    text = (async () => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "examples/fleet.ts", "manifests", `--${set}`],
+        cwd: new URL("../", import.meta.url).pathname,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const dec = new TextDecoder();
+      assert.equal(out.code, 0, dec.decode(out.stderr));
+      const yaml = dec.decode(out.stdout);
+      assert.equal(yaml.trimEnd(), toYaml(manifests[set]).trimEnd());
+      return yaml;
+    })();
+    printed.set(set, text);
+  }
+  return text;
+}
+
+/**
+ * Applies one of the example's manifest sets on `cp` (`manifests --hub` or `--member`) and
+ * returns a kubeconfig holding a token of the operator's ServiceAccount there: the operator
+ * runs with only the RBAC the manifests grant.
+ */
+async function operatorKubeconfig(cp: ControlPlane, set: "hub" | "member"): Promise<string> {
+  const file = `${cp.dir}/fleet-${set}.yaml`;
+  await Deno.writeTextFile(file, await printedManifests(set));
+  const applied = await cp.kubectl("apply", "-f", file);
+  assert.equal(applied.code, 0, applied.stderr);
+  const token = await cp.request(
+    "POST",
+    `/api/v1/namespaces/${FLEET_NAMESPACE}/serviceaccounts/fleet-operator/token`,
+    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+  );
+  assert.equal(token.status, 201);
+  return toYaml([{
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "c",
+      cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
+    }],
+    users: [{ name: "fleet-operator", user: { token: token.body.status.token } }],
+    contexts: [{ name: "c", context: { cluster: "c", user: "fleet-operator" } }],
+    "current-context": "c",
+  }]);
+}
+
+/** Registers member `name`: its kubeconfig as a labelled Secret on the hub. */
+async function register(hub: Client, name: string, text: string): Promise<void> {
+  await hub.create(Secret, {
+    metadata: { name, namespace: FLEET_NAMESPACE, labels: { [KUBECONFIG_SECRET_LABEL]: "true" } },
+    data: { kubeconfig: btoa(text) },
+  });
+}
+
+/** A Namespace labelled for the settings; resolves with its name. */
+async function syncedNamespace(client: Client, prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  await client.create(Namespace, { metadata: { name, labels: { [SYNC_LABEL]: "true" } } });
+  return name;
+}
+
+/** The settings ConfigMap's data in `ns`, or undefined. */
+async function settings(client: Client, ns: string): Promise<Record<string, string> | undefined> {
+  try {
+    return (await client.get(ConfigMap, "fleet-settings", { namespace: ns })).data;
+  } catch {
+    return undefined;
+  }
+}
+
+Deno.test("a fleet engages and disengages member clusters at run time", async (t) => {
+  const [hubCp, m1, m2] = await Promise.all([
+    startControlPlane(),
+    startControlPlane(),
+    startControlPlane(),
+  ]);
+  using hub = await createClient({ kubeconfig: hubCp.kubeconfigPath });
+  using c1 = await createClient({ kubeconfig: m1.kubeconfigPath });
+  using c2 = await createClient({ kubeconfig: m2.kubeconfigPath });
+  await hub.create(Namespace, { metadata: { name: FLEET_NAMESPACE } });
+  // The operator's hub client has only what `manifests --hub` grants.
+  const hubConfig = `${hubCp.dir}/fleet-operator.kubeconfig`;
+  await Deno.writeTextFile(hubConfig, await operatorKubeconfig(hubCp, "hub"));
+  using operatorHub = await createClient({ kubeconfig: hubConfig });
+  const registry = new Registry();
+  const metrics = clusterMetrics(registry);
+  const fleet = fleetOperator(operatorHub, {
+    metrics: metrics.hooks,
+    onCluster: metrics.onCluster,
+    unreachableAfterMs: 3_000,
+  });
+  try {
+    await hub.create(ConfigMap, {
+      metadata: { name: "fleet-settings", namespace: FLEET_NAMESPACE },
+      data: { mode: "fast" },
+    });
+    // The API server's own informers watch Namespaces too: count from before the fleet.
+    const m2Before = await watches(m2, "namespaces");
+    await register(hub, "member-1", await operatorKubeconfig(m1, "member"));
+    await register(hub, "member-2", await operatorKubeconfig(m2, "member"));
+    const running = fleet.start();
+    running.catch(() => {});
+
+    let ns1 = "", ns2 = "";
+    await t.step("the example operator reconciles objects on both members", async () => {
+      [ns1, ns2] = await Promise.all([syncedNamespace(c1, "team"), syncedNamespace(c2, "team")]);
+      await waitFor(async () => (await settings(c1, ns1))?.cluster === "member-1", {
+        what: `member-1's ${ns1}/fleet-settings`,
+      });
+      await waitFor(async () => (await settings(c2, ns2))?.cluster === "member-2", {
+        what: `member-2's ${ns2}/fleet-settings`,
+      });
+      assert.deepEqual(await settings(c1, ns1), { mode: "fast", cluster: "member-1" });
+      assert.deepEqual(await settings(c2, ns2), { mode: "fast", cluster: "member-2" });
+      assert.deepEqual(fleet.clusters().map((c) => [c.name, c.ready]), [
+        ["member-1", true],
+        ["member-2", true],
+      ]);
+      const text = await registry.metrics();
+      for (const m of ["member-1", "member-2"]) {
+        assert.match(
+          text,
+          new RegExp(
+            `kubeno_cluster_reconcile_total\\{cluster="${m}",controller="fleet-settings",result="success"\\} [1-9]`,
+          ),
+        );
+        assert.match(text, new RegExp(`kubeno_cluster_engaged\\{cluster="${m}"\\} 1`));
+      }
+      await waitFor(async () => (await watches(m2, "namespaces")) === m2Before + 1, {
+        what: `member-2's API server to count the fleet's Namespace watch (had ${m2Before})`,
+      });
+    });
+
+    let ns3 = "";
+    await t.step("a member registered at run time is reconciled within 10 s", async () => {
+      ns3 = await syncedNamespace(hub, "team");
+      const kubeconfig = await operatorKubeconfig(hubCp, "member");
+      const t0 = performance.now();
+      await register(hub, "member-3", kubeconfig);
+      await waitFor(async () => (await settings(hub, ns3))?.cluster === "member-3", {
+        what: `member-3's ${ns3}/fleet-settings`,
+        timeoutMs: 10_000,
+      });
+      console.log(
+        `member-3 registered → its Namespace reconciled in ${
+          Math.round(performance.now() - t0)
+        } ms`,
+      );
+    });
+
+    await t.step("deleting a member's Secret closes its watches; the others converge", async () => {
+      const engaged = await watches(m2, "namespaces");
+      await hub.delete(Secret, "member-2", { namespace: FLEET_NAMESPACE });
+      await waitFor(() => !fleet.clusters().some((c) => c.name === "member-2"), {
+        what: "member-2 to be disengaged",
+      });
+      await waitFor(async () => (await watches(m2, "namespaces")) === m2Before, {
+        what: `member-2's API server's Namespace watch count to drop back to ${m2Before}`,
+      });
+      assert.doesNotMatch(await registry.metrics(), /kubeno_cluster_engaged\{cluster="member-2"\}/);
+      console.log(
+        `member-2 apiserver_longrunning_requests{resource="namespaces",verb="WATCH"}: ${engaged} → ${m2Before} after its Secret was deleted`,
+      );
+      await hub.patch(ConfigMap, "fleet-settings", { data: { mode: "slow" } }, {
+        namespace: FLEET_NAMESPACE,
+      });
+      await waitFor(async () => (await settings(c1, ns1))?.mode === "slow", {
+        what: "member-1's settings to follow the hub",
+      });
+      await waitFor(async () => (await settings(hub, ns3))?.mode === "slow", {
+        what: "member-3's settings to follow the hub",
+      });
+      assert.equal((await settings(c2, ns2))?.mode, "fast", "member-2 is no longer reconciled");
+    });
+
+    await t.step("a member whose API server is stopped does not delay the others", async () => {
+      const latency = async (): Promise<number> => {
+        const ns = await syncedNamespace(hub, "lat");
+        const t0 = performance.now();
+        await waitFor(async () => (await settings(hub, ns))?.cluster === "member-3", {
+          what: `member-3's ${ns}/fleet-settings`,
+          intervalMs: 10,
+        });
+        return Math.round(performance.now() - t0);
+      };
+      const up: number[] = [];
+      for (let i = 0; i < 3; i++) up.push(await latency());
+      await m1.stopApiServer();
+      const down: number[] = [];
+      for (let i = 0; i < 3; i++) down.push(await latency());
+      const states = fleet.clusters().map((c) => `${c.name}=${c.ready ? "ready" : "not ready"}`);
+      console.log(
+        `member-3 create → reconciled, ms: member-1 up [${
+          up.join(", ")
+        }], member-1's API server stopped [${down.join(", ")}]; clusters: ${
+          states.join(", ")
+        }; readyz: ${fleet.readyzCheck()()}`,
+      );
+    });
+
+    await t.step("unreachable past the deadline: disengaged, then engaged again", async () => {
+      await waitFor(() => !fleet.clusters().some((c) => c.name === "member-1"), {
+        what: "member-1 to be disengaged (unreachableAfterMs 3000)",
+      });
+      assert.ok(fleet.known().includes("member-1"), "its Secret still names it");
+      await m1.startApiServer();
+      const ns = await syncedNamespace(c1, "back");
+      await waitFor(async () => (await settings(c1, ns))?.cluster === "member-1", {
+        what: "member-1 to be engaged again and reconciled once its API server is back",
+      });
+      assert.equal((await settings(c1, ns))?.mode, "slow");
+    });
+
+    await fleet.stop();
+    await running;
+    assert.deepEqual(fleet.clusters(), [], "every cluster was disengaged");
+  } finally {
+    await fleet.stop();
+    await Promise.all([hubCp, m1, m2].map((cp) => cp.stop()));
+  }
+});
