@@ -159,7 +159,24 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
           ),
         );
         assert.match(text, new RegExp(`kubeno_cluster_engaged\\{cluster="${m}"\\} 1`));
+        // The controllers' own families carry the cluster too.
+        assert.match(
+          text,
+          new RegExp(
+            `controller_runtime_reconcile_total\\{cluster="${m}",controller="fleet-settings",result="success"\\} [1-9]`,
+          ),
+        );
+        assert.match(
+          text,
+          new RegExp(
+            `workqueue_adds_total\\{cluster="${m}",name="fleet-settings",controller="fleet-settings"\\} [1-9]`,
+          ),
+        );
       }
+      const unqualified = text.split("\n").filter((l) =>
+        /^(controller_runtime_|workqueue_|kubeno_controller_)/.test(l) && !l.includes('{cluster="')
+      );
+      assert.deepEqual(unqualified, [], "every controller series carries a cluster label");
       await waitFor(async () => (await watches(m2, "namespaces")) === m2Before + 1, {
         what: `member-2's API server to count the fleet's Namespace watch (had ${m2Before})`,
       });
@@ -191,7 +208,11 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
       await waitFor(async () => (await watches(m2, "namespaces")) === m2Before, {
         what: `member-2's API server's Namespace watch count to drop back to ${m2Before}`,
       });
-      assert.doesNotMatch(await registry.metrics(), /kubeno_cluster_engaged\{cluster="member-2"\}/);
+      assert.doesNotMatch(
+        await registry.metrics(),
+        /\{cluster="member-2"/,
+        "member-2's series are gone",
+      );
       console.log(
         `member-2 apiserver_longrunning_requests{resource="namespaces",verb="WATCH"}: ${engaged} → ${m2Before} after its Secret was deleted`,
       );

@@ -10,10 +10,18 @@
  * | `kubeno_cluster_queue_adds_total` | counter | `cluster`, `controller` |
  * | `kubeno_cluster_engaged` | gauge (1 per engaged cluster) | `cluster` |
  *
+ * And the controllers' own families, each with a `cluster` label first: controller-runtime's
+ * `controller_runtime_reconcile_*`, `controller_runtime_active_workers`, `workqueue_*` (see
+ * `controllerMetrics` and `workqueueMetrics`) and `kubeno_controller_queue_adds_total
+ * {cluster,controller,cause}`. A disengaged cluster's series are all removed (counters too, as
+ * client_golang's `DeletePartialMatch`; an engaged-again cluster starts from 0, a counter
+ * reset to `rate()`), so a fleet's series follow its clusters instead of growing forever.
+ *
  * @module
  */
 import type { ControllerMetricsHooks } from "../runtime/controller/metrics_hooks.ts";
 import type { Registry } from "./registry.ts";
+import { controllerMetrics, workqueueMetrics } from "./controller_metrics.ts";
 
 /** What {@linkcode clusterMetrics} returns. */
 export interface ClusterMetrics {
@@ -73,21 +81,51 @@ export function clusterMetrics(registry: Registry): ClusterMetrics {
     help: "1 per cluster this replica has engaged",
     labelNames: ["cluster"],
   });
+  const causes = registry.counter<"cluster" | "controller" | "cause">({
+    name: "kubeno_controller_queue_adds_total",
+    help: "Keys put in a controller's work queue, by cause",
+    labelNames: ["cluster", "controller", "cause"],
+  });
   return {
-    hooks: (cluster) => ({
-      reconcile(sample) {
-        total.inc({ cluster, controller: sample.controller, result: sample.result });
-        if (sample.result === "error" || sample.result === "terminal") {
-          errors.inc({ cluster, controller: sample.controller });
-        }
-      },
-      queued(controller) {
-        adds.inc({ cluster, controller });
-      },
-    }),
+    hooks(cluster) {
+      const per = new Map<string, ReturnType<typeof controllerMetrics>>();
+      const active = new Map<string, number>();
+      const of = (controller: string) => {
+        let m = per.get(controller);
+        if (!m) per.set(controller, m = controllerMetrics(registry, controller, { cluster }));
+        return m;
+      };
+      return {
+        reconcile(sample) {
+          total.inc({ cluster, controller: sample.controller, result: sample.result });
+          const terminal = sample.result === "terminal";
+          if (sample.result === "error" || terminal) {
+            errors.inc({ cluster, controller: sample.controller });
+          }
+          of(sample.controller).reconciled(
+            sample.result === "terminal" ? "error" : sample.result,
+            sample.seconds,
+            terminal,
+          );
+        },
+        queued(controller, cause) {
+          adds.inc({ cluster, controller });
+          causes.inc({ cluster, controller, cause });
+        },
+        timeout: (controller) => of(controller).timedOut(),
+        activeWorkers(controller, n) {
+          const delta = n - (active.get(controller) ?? 0);
+          active.set(controller, n);
+          for (let i = 0; i < Math.abs(delta); i++) {
+            of(controller).activeWorkers(delta > 0 ? 1 : -1);
+          }
+        },
+        workqueue: (controller) => workqueueMetrics(registry, controller, { cluster }),
+      };
+    },
     onCluster({ type, cluster }) {
       if (type === "engaged") engaged.set({ cluster }, 1);
-      else engaged.remove({ cluster });
+      else registry.removeSeries({ cluster });
     },
   };
 }

@@ -83,6 +83,26 @@ const RECONCILE_BUCKETS = [
   60,
 ];
 
+/** The label names and values of one controller, `cluster` first when it is a fleet's. */
+function qualified(controller: string, cluster: string | undefined, name = false): {
+  ln: (...more: string[]) => string[];
+  c: Record<string, string>;
+} {
+  const base = [
+    ...(cluster === undefined ? [] : ["cluster"]),
+    ...(name ? ["name"] : []),
+    "controller",
+  ];
+  return {
+    ln: (...more) => [...base, ...more],
+    c: {
+      ...(cluster === undefined ? {} : { cluster }),
+      ...(name ? { name: controller } : {}),
+      controller,
+    },
+  };
+}
+
 /**
  * client_golang's `ExponentialBuckets(start, factor, count)`, computed the same way so the
  * `le` labels are the same strings (`9.999999999999999e-06` included).
@@ -101,6 +121,8 @@ const WORKQUEUE_BUCKETS = exponentialBuckets(10e-9, 10, 12);
  *
  * @param registry Where the families live.
  * @param controller The `controller` label: the controller's name.
+ * @param options `cluster`: a fleet's cluster; every family then has a `cluster` label
+ * first (a registry holds either cluster-labelled families or plain ones, not both).
  * @returns The hooks the controller calls.
  *
  * @example Counting a reconcile
@@ -117,51 +139,55 @@ const WORKQUEUE_BUCKETS = exponentialBuckets(10e-9, 10, 12);
  * }
  * ```
  */
-export function controllerMetrics(registry: Registry, controller: string): ControllerMetrics {
+export function controllerMetrics(
+  registry: Registry,
+  controller: string,
+  options: { cluster?: string } = {},
+): ControllerMetrics {
+  const { ln, c } = qualified(controller, options.cluster);
   const total = registry.counter({
     name: "controller_runtime_reconcile_total",
     help: "Total number of reconciliations per controller",
-    labelNames: ["controller", "result"],
+    labelNames: ln("result"),
   });
   const errors = registry.counter({
     name: "controller_runtime_reconcile_errors_total",
     help: "Total number of reconciliation errors per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
   const terminal = registry.counter({
     name: "controller_runtime_terminal_reconcile_errors_total",
     help: "Total number of terminal reconciliation errors per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
   const panics = registry.counter({
     name: "controller_runtime_reconcile_panics_total",
     help: "Total number of reconciliation panics per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
   const timeouts = registry.counter({
     name: "controller_runtime_reconcile_timeouts_total",
     help: "Total number of reconciliation timeouts per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
   const time = registry.histogram({
     name: "controller_runtime_reconcile_time_seconds",
     help: "Length of time per reconciliation per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
     buckets: RECONCILE_BUCKETS,
   });
   const workers = registry.gauge({
     name: "controller_runtime_max_concurrent_reconciles",
     help: "Maximum number of concurrent reconciles per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
   const active = registry.gauge({
     name: "controller_runtime_active_workers",
     help: "Number of currently used workers per controller",
-    labelNames: ["controller"],
+    labelNames: ln(),
   });
-  const c = { controller };
   for (const result of ["success", "error", "requeue", "requeue_after"] as const) {
-    total.inc({ controller, result }, 0);
+    total.inc({ ...c, result }, 0);
   }
   errors.inc(c, 0);
   terminal.inc(c, 0);
@@ -170,7 +196,7 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
   active.set(c, 0);
   return {
     reconciled(result, seconds, isTerminal = false) {
-      total.inc({ controller, result });
+      total.inc({ ...c, result });
       time.observe(c, seconds);
       if (result === "error") errors.inc(c);
       if (isTerminal) terminal.inc(c);
@@ -192,6 +218,7 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
  * @typeParam K The queue's key type.
  * @param registry Where the families live.
  * @param controller The controller's name.
+ * @param options `cluster`: a fleet's cluster, as for {@linkcode controllerMetrics}.
  * @returns Hooks to pass as `new WorkQueue({ metrics })`.
  *
  * @example Feeding a work queue's metrics
@@ -213,13 +240,14 @@ export function controllerMetrics(registry: Registry, controller: string): Contr
 export function workqueueMetrics<K = string>(
   registry: Registry,
   controller: string,
+  options: { cluster?: string } = {},
 ): WorkQueueMetrics<K> {
-  const labelNames = ["name", "controller"] as const;
-  const l = { name: controller, controller };
+  const { ln, c: l } = qualified(controller, options.cluster, true);
+  const labelNames = ln();
   const depth = registry.gauge({
     name: "workqueue_depth",
     help: "Current depth of workqueue by workqueue and priority",
-    labelNames: [...labelNames, "priority"],
+    labelNames: ln("priority"),
   });
   // As controller-runtime's depthWithPriorityMetric: a label per priority, up to 25, so a
   // caller's many priorities cannot blow up the series. Deltas, not values, are recorded,

@@ -102,6 +102,24 @@ abstract class Family<L extends string, S> {
     return this.#series.delete(this.labelNames.map((l) => labels[l] ?? "").join("\x00"));
   }
 
+  /**
+   * Forgets every series whose labels include `labels`, e.g. all of a disengaged cluster's.
+   *
+   * @param labels Some label values; a family without one of these labels keeps its series.
+   * @returns How many series were removed.
+   */
+  removeMatching(labels: Record<string, string>): number {
+    const idx = Object.entries(labels).map(([k, v]) =>
+      [this.labelNames.indexOf(k as L), v] as const
+    );
+    if (idx.length === 0 || idx.some(([i]) => i < 0)) return 0;
+    let n = 0;
+    for (const [key, { values }] of this.#series) {
+      if (idx.every(([i, v]) => values[i] === v)) n += this.#series.delete(key) ? 1 : 0;
+    }
+    return n;
+  }
+
   /** @internal Renders the family. */
   render(out: string[]): void {
     out.push(`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} ${this.kind}`);
@@ -365,6 +383,30 @@ export class Registry {
    */
   histogram<L extends string = never>(options: HistogramOptions<L>): Histogram<L> {
     return this.#define(options, "histogram", () => new Histogram<L>(options)) as Histogram<L>;
+  }
+
+  /**
+   * Forgets, in every family, the series whose labels include `labels`: e.g. all series of a
+   * fleet's disengaged cluster. Counters go too (a cluster engaged again starts from 0, which
+   * `rate()` reads as a reset), as client_golang's `DeletePartialMatch` does.
+   *
+   * @param labels Some label values, e.g. `{ cluster: "eu-1" }`.
+   * @returns How many series were removed.
+   *
+   * @example Forgetting a cluster's series
+   * ```ts
+   * import { Registry } from "./registry.ts";
+   * const registry = new Registry();
+   * const c = registry.counter({ name: "x_total", help: "x", labelNames: ["cluster", "k"] });
+   * c.inc({ cluster: "a", k: "1" });
+   * c.inc({ cluster: "b", k: "1" });
+   * if (registry.removeSeries({ cluster: "a" }) !== 1) throw new Error("not removed");
+   * ```
+   */
+  removeSeries(labels: Record<string, string>): number {
+    let n = 0;
+    for (const f of this.#families.values()) n += f.removeMatching(labels);
+    return n;
   }
 
   /**
