@@ -1,5 +1,7 @@
-// Clusters over replicas: two fleet replicas split four members through the hub's Leases (the
-// shard coordinator, a cluster's shard the hash of its name). Replica A runs in this process,
+// Clusters over replicas: two fleet replicas split four members 2/2 through the hub's Leases
+// (the shard coordinator's named shards: one Lease per cluster name). B joins after A engaged
+// all four: the two that move to B are disengaged (drained) by A before B engages them, and
+// the two A keeps never leave it. Replica A runs in this process,
 // replica B in a child process that is SIGKILLed. Each member is engaged by exactly one
 // replica at a time (sampled all along) and no member's reconciles of the two replicas
 // overlap (their audit lines); B's members move to A within the Lease duration plus the retry
@@ -44,8 +46,11 @@ Deno.test("two replicas split four members; a SIGKILLed replica's members move",
 
   const intervals: Interval[] = [];
   const owned: Record<string, Set<string>> = { a: new Set(), b: new Set() };
+  // Engage/disengage lines in the order they reached this process.
+  const events: string[] = [];
   const record = (replica: string) => (line: string) => {
     const [what, cluster, start, end] = line.split(" ");
+    if (what === "engaged" || what === "disengaged") events.push(`${replica} ${what} ${cluster}`);
     if (what === "engaged") owned[replica].add(cluster);
     if (what === "disengaged") owned[replica].delete(cluster);
     if (what === "reconciled") {
@@ -93,12 +98,24 @@ Deno.test("two replicas split four members; a SIGKILLed replica's members move",
       }
     })();
     await waitFor(
-      () => owned.b.size > 0 && owned.a.size + owned.b.size === 4,
-      { what: "replicas A and B to split the four members", timeoutMs: 30_000 },
+      () => owned.b.size === 2 && owned.a.size === 2,
+      { what: "replicas A and B to split the four members 2/2", timeoutMs: 30_000 },
     ).catch((err) => {
-      const state = `A: ${[...owned.a]} (shards ${a.sharding?.owned}), B: ${[...owned.b]}`;
+      const state = `A: ${[...owned.a]} (named shards ${a.sharding?.ownedNames}), B: ${[
+        ...owned.b,
+      ]}`;
       throw new Error(`${err.message}; ${state}`);
     });
+    const keptByA = [...owned.a].sort();
+    // Each member B took was first disengaged by A (drained, then its Lease freed).
+    for (const c of owned.b) {
+      const freed = events.indexOf(`a disengaged ${c}`);
+      const taken = events.indexOf(`b engaged ${c}`);
+      assert.ok(
+        freed >= 0 && freed < taken,
+        `${c}: A disengaged it before B engaged it; events: ${events.join("; ")}`,
+      );
+    }
     // Some reconciles on B's side, then the kill.
     const bCount = () => intervals.filter((i) => i.replica === "b").length;
     const before = bCount();
@@ -114,6 +131,10 @@ Deno.test("two replicas split four members; a SIGKILLed replica's members move",
       timeoutMs: 60_000,
     });
     const tookMs = Math.round(performance.now() - t0);
+    // Sticky: the members A kept were never disengaged by A.
+    for (const c of keptByA) {
+      assert.ok(!events.includes(`a disengaged ${c}`), `${c} stayed with A: ${events.join("; ")}`);
+    }
     console.log(
       `split ${split}; B SIGKILLed: its ${moving} members engaged by A after ${tookMs} ms (Lease ${LEASE_MS} ms + retry ${RETRY_MS} ms)`,
     );

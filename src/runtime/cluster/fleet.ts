@@ -42,7 +42,6 @@ import { InformerReader } from "../cache/reader.ts";
 import type { Informer } from "../cache/informer.ts";
 import { createManager, type Manager, type ManagerOptions } from "../manager/manager.ts";
 import type { ClusterConfig, ClusterProvider } from "./provider.ts";
-import { fnv1a64 } from "../sharding/hash_range.ts";
 import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "cluster"]);
@@ -77,9 +76,9 @@ export interface FleetOptions {
   owns?: (cluster: string) => boolean;
   /**
    * Spread the clusters over the operator's replicas through the hub's Leases, with the
-   * shard coordinator: a cluster's shard is the hash of its name; each replica engages the
-   * clusters of the shards it holds, and disengages them (drained) before a shard's Lease
-   * is given up. Balanced and sticky as the coordinator's assignment is.
+   * shard coordinator in its `named` mode: one shard (and Lease) per known cluster name, so
+   * each of r replicas engages ⌊n/r⌋ or ⌈n/r⌉ of the n clusters, keeps them while it lives,
+   * and disengages one (drained) before its Lease is given up to another replica.
    * @default every replica engages every cluster
    */
   sharding?: FleetSharding;
@@ -121,7 +120,10 @@ export interface FleetOptions {
 }
 
 /** The fleet's `sharding` option: the coordinator's options but its client, drain and key. */
-export type FleetSharding = Omit<ShardCoordinatorOptions, "client" | "drain" | "key">;
+export type FleetSharding = Omit<
+  ShardCoordinatorOptions,
+  "client" | "drain" | "key" | "shards" | "named"
+>;
 
 /** One engaged cluster, as {@linkcode Fleet.prototype.clusters} reports it. */
 export interface ClusterStatus {
@@ -296,7 +298,7 @@ export class Fleet implements AsyncDisposable {
   }
 
   #owns(name: string): boolean {
-    if (this.#sharding) return this.#sharding.filter.matches(clusterObject(name));
+    if (this.#sharding) return this.#sharding.filter.matches({ metadata: { name } });
     return this.#opts.owns?.(name) ?? true;
   }
 
@@ -307,8 +309,11 @@ export class Fleet implements AsyncDisposable {
       ...options,
       client: hub,
       key: "uid",
+      named: { keys: () => [...this.#known.keys()] },
       drain: async (inShards) => {
-        const moving = [...this.#clusters.keys()].filter((n) => inShards(clusterObject(n)));
+        const moving = [...this.#clusters.keys()].filter((n) =>
+          inShards({ metadata: { name: n } })
+        );
         await Promise.all(moving.map((n) => this.#disengage(n)));
       },
       onLost: (reason) => {
@@ -341,11 +346,14 @@ export class Fleet implements AsyncDisposable {
         signal: stop,
         engage: (name, config) => {
           if (stop.aborted) return;
+          const fresh = !this.#known.has(name);
           this.#known.set(name, config);
+          if (fresh) this.#sharding?.refresh();
           if (this.#owns(name)) void this.#engage(name, config);
         },
         disengage: (name) => {
           this.#known.delete(name);
+          this.#sharding?.refresh();
           void this.#disengage(name);
         },
       });
@@ -491,20 +499,6 @@ export class Fleet implements AsyncDisposable {
     log.info("Disengaged cluster {cluster}: {why}", { cluster: name, why });
     this.#opts.onCluster?.({ type: "disengaged", cluster: name });
   }
-}
-
-/**
- * What the coordinator hashes for a cluster. FNV-1a's high bits (which pick the shard) barely
- * differ between names that differ only at the end (`member-1`, `member-2`... all land in one
- * shard of 12), so the name's hash is first mixed (splitmix64's finalizer) into the uid.
- */
-function clusterObject(name: string): { metadata: { uid: string; name: string } } {
-  const M = (1n << 64n) - 1n;
-  let z = fnv1a64(name);
-  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M;
-  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M;
-  z ^= z >> 31n;
-  return { metadata: { uid: z.toString(16).padStart(16, "0"), name } };
 }
 
 /** A cluster's client; a kubeconfig's text goes through a private temp file, then removed. */

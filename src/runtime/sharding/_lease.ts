@@ -23,6 +23,23 @@ export function shardLeaseName(name: string, i: number, count: number): string {
   return `${name}-shard-${String(i).padStart(String(count - 1).length, "0")}`;
 }
 
+/** Annotation of a named shard's Lease (`ShardCoordinatorOptions.named`): the shard's name. */
+export const ANNOTATION_NAME = "shards.kubeno.dev/name";
+
+/**
+ * The name of a named shard's Lease: `<name>-named-<name as a DNS name>-<8 hex of its FNV-1a>`,
+ * the hash keeping names that slug alike apart.
+ */
+export function namedLeaseName(name: string, shard: string): string {
+  let h = 0x811c9dc5;
+  for (const b of new TextEncoder().encode(shard)) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  const slug = shard.toLowerCase().replace(/[^a-z0-9-]+/g, "-").slice(0, 60).replace(
+    /^-+|-+$/g,
+    "",
+  );
+  return `${name}-named-${slug || "x"}-${h.toString(16).padStart(8, "0")}`;
+}
+
 /** The name of a replica's member Lease: `<name>-member-<identity as a DNS name>`. */
 export function memberLeaseName(name: string, identity: string): string {
   const slug = identity.toLowerCase().replace(/[^a-z0-9.-]+/g, "-").replace(/^[-.]+|[-.]+$/g, "");

@@ -31,7 +31,7 @@ export interface MembershipOptions {
   retryMs: number;
   clock: Clock;
   /** The shards this replica owns now, written to its Lease at each renewal. */
-  owned(): number[];
+  owned(): (number | string)[];
   /** A renewal succeeded. */
   onRenewed(): void;
 }

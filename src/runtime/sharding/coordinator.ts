@@ -60,12 +60,14 @@ import type { ShardFilter } from "../cache/shard_filter.ts";
 import { assignShards } from "./assignment.ts";
 import { rangeLabel, type ShardKey, shardOf, shardRanges, shardSelector } from "./hash_range.ts";
 import {
+  ANNOTATION_NAME,
   defaultIdentity,
   LABEL_OF,
   LABEL_RANGE,
   LABEL_ROLE,
   LABEL_SHARD,
   microTime,
+  namedLeaseName,
   shardLeaseName,
   shardOfLease,
 } from "./_lease.ts";
@@ -177,6 +179,16 @@ export interface ShardCoordinatorOptions extends ShardingOptions {
   /** Metric hooks. */
   metrics?: ShardingMetrics;
   /**
+   * Named shards instead of hash ranges: one shard (and Lease) per name that `keys` returns
+   * now, an object's shard being its `metadata.name`; the names are balanced over the
+   * replicas as shards are (each gets ⌊n/r⌋ or ⌈n/r⌉) and stay with their owner while it
+   * lives. Nothing is filtered on the server (`filter.selector` stays null). Every replica
+   * must see the same names; call {@linkcode ShardCoordinator.prototype.refresh} when they
+   * change. A fleet spreads its clusters this way.
+   * @default hash ranges, `shards` of them
+   */
+  named?: { keys(): readonly string[] };
+  /**
    * Time source for renewals and expiry.
    * @default realClock
    */
@@ -231,8 +243,9 @@ export class ShardCoordinator {
   readonly #listeners = new Set<() => void>();
   readonly #unfiltered = new Set<string>();
   // Shards whose Lease names this replica (as last written by it), and the ones it caches.
-  readonly #held = new Set<number>();
-  #active = new Set<number>();
+  // Shard ids: the index as a string, or the name with `named`.
+  readonly #held = new Set<string>();
+  #active = new Set<string>();
   readonly #filter: { -readonly [K in keyof ShardFilter]: ShardFilter[K] };
   #leases: Informer<Lease> | undefined;
   #members: string[] = [];
@@ -284,12 +297,12 @@ export class ShardCoordinator {
       renewMs,
       retryMs,
       clock: this.#clock,
-      owned: () => this.owned,
+      owned: () => this.#o.named ? this.ownedNames : this.owned,
       onRenewed: () => this.#kick(),
     });
     this.#filter = {
       selector: null,
-      matches: (obj) => this.#active.has(this.shardOf(obj)),
+      matches: (obj) => this.#active.has(this.#idOf(obj)),
       subscribe: (listener) => {
         this.#listeners.add(listener);
         return () => this.#listeners.delete(listener);
@@ -345,10 +358,50 @@ export class ShardCoordinator {
   /**
    * The shards this replica caches and reconciles now, ascending.
    *
-   * @returns The shard indexes.
+   * @returns The shard indexes (none with `named`; see `ownedNames`).
    */
   get owned(): number[] {
-    return [...this.#active].sort((a, b) => a - b);
+    if (this.#o.named) return [];
+    return [...this.#active].map(Number).sort((a, b) => a - b);
+  }
+
+  /**
+   * With `named`, the names this replica owns now, sorted.
+   *
+   * @returns The names (none without `named`).
+   */
+  get ownedNames(): string[] {
+    return this.#o.named ? [...this.#active].sort() : [];
+  }
+
+  /** Evaluates the assignment again soon, e.g. after `named`'s names changed. */
+  refresh(): void {
+    this.#kick();
+  }
+
+  /** The shard ids now: `0..count-1`, or the sorted names. */
+  #ids(): string[] {
+    if (!this.#o.named) return Array.from({ length: this.count }, (_, i) => String(i));
+    return [...new Set(this.#o.named.keys())].sort();
+  }
+
+  #idOf(obj: KubeObject): string {
+    return this.#o.named ? obj.metadata.name ?? "" : String(this.shardOf(obj));
+  }
+
+  #idOfLease(lease: Lease): string | undefined {
+    if (!this.#o.named) {
+      const i = shardOfLease(lease, this.count);
+      return i === undefined ? undefined : String(i);
+    }
+    if (lease.metadata.labels?.[LABEL_ROLE] !== "shard") return undefined;
+    return lease.metadata.annotations?.[ANNOTATION_NAME] || undefined;
+  }
+
+  #leaseName(id: string): string {
+    return this.#o.named
+      ? namedLeaseName(this.name, id)
+      : shardLeaseName(this.name, Number(id), this.count);
   }
 
   /**
@@ -477,26 +530,32 @@ export class ShardCoordinator {
       this.#o.metrics?.members?.(members.length);
     }
     this.#members = members;
-    const shardLeases: (Lease | undefined)[] = new Array(this.count);
+    const ids = this.#ids();
+    const index = new Map(ids.map((id, i) => [id, i]));
+    const shardLeases: (Lease | undefined)[] = new Array(ids.length);
     for (const lease of leases.list()) {
-      const i = shardOfLease(lease, this.count);
+      const id = this.#idOfLease(lease);
+      const i = id === undefined ? undefined : index.get(id);
       if (i !== undefined) shardLeases[i] = lease;
     }
     const holders = shardLeases.map((l) => l?.spec?.holderIdentity || undefined);
     const desired = assignShards(
-      this.count,
+      ids.length,
       members,
       holders.map((h) => (h && live.has(h) ? h : undefined)),
     );
-    const release = [...this.#held].filter((i) => desired[i] !== this.identity);
+    const release = [...this.#held].filter((id) => {
+      const i = index.get(id);
+      return i === undefined || desired[i] !== this.identity;
+    });
     if (release.length) await this.#release(release);
     if (this.#stopping || this.#lost) return;
     // Fence each silent holder once, then take every wanted shard at once, so that the
     // informers list the new shards together.
     const fenced = new Map<string, Promise<boolean>>();
     const wanted: number[] = [];
-    for (let i = 0; i < this.count; i++) {
-      if (desired[i] !== this.identity || this.#held.has(i)) continue;
+    for (let i = 0; i < ids.length; i++) {
+      if (desired[i] !== this.identity || this.#held.has(ids[i])) continue;
       const holder = holders[i];
       if (holder && holder !== this.identity && live.has(holder)) continue; // it will release
       if (holder && holder !== this.identity && !fenced.has(holder)) {
@@ -504,22 +563,22 @@ export class ShardCoordinator {
       }
       wanted.push(i);
     }
-    const gained = new Set<number>();
+    const gained = new Set<string>();
     await Promise.all(wanted.map(async (i) => {
       const holder = holders[i];
       const other = holder && holder !== this.identity ? holder : undefined;
       if (other && !(await fenced.get(other))) return;
       if (this.#stopping || this.#lost) return;
       const took = await inSpan("shard take", () => ({
-        ...this.#spanAttributes(i),
+        ...this.#spanAttributes(ids[i]),
         "kubeno.shard.from": other,
-      }), () => this.#take(i, shardLeases[i]));
+      }), () => this.#take(ids[i], shardLeases[i]));
       if (!took) return;
-      gained.add(i);
-      this.#o.metrics?.handoff?.(other ? "took-over" : "acquired", i);
+      gained.add(ids[i]);
+      this.#o.metrics?.handoff?.(other ? "took-over" : "acquired", this.#o.named ? -1 : i);
       if (other) {
         log.warn("Took over shard {shard} from {holder}, which stopped renewing", {
-          shard: i,
+          shard: ids[i],
           holder: other,
         });
       }
@@ -539,18 +598,19 @@ export class ShardCoordinator {
   }
 
   /** Takes a shard's Lease (creating it when missing); guarded by its resourceVersion. */
-  async #take(i: number, lease: Lease | undefined): Promise<boolean> {
+  async #take(i: string, lease: Lease | undefined): Promise<boolean> {
     const now = microTime(this.#clock.now());
-    const range = shardRanges(this.count)[i];
+    const named = this.#o.named !== undefined;
+    const range = named ? undefined : shardRanges(this.count)[Number(i)];
     const metadata = {
-      name: shardLeaseName(this.name, i, this.count),
+      name: this.#leaseName(i),
       namespace: this.namespace,
       labels: {
         [LABEL_OF]: this.name,
         [LABEL_ROLE]: "shard",
-        [LABEL_SHARD]: String(i),
-        [LABEL_RANGE]: rangeLabel(range),
+        ...(range ? { [LABEL_SHARD]: i, [LABEL_RANGE]: rangeLabel(range) } : {}),
       },
+      ...(named ? { annotations: { [ANNOTATION_NAME]: i } } : {}),
     };
     const spec = {
       holderIdentity: this.identity,
@@ -569,7 +629,7 @@ export class ShardCoordinator {
       this.#held.add(i);
       log.info("Acquired shard {shard} ({range}) as {identity}", {
         shard: i,
-        range: rangeLabel(range),
+        range: range ? rangeLabel(range) : "named",
         identity: this.identity,
       });
       return true;
@@ -581,7 +641,7 @@ export class ShardCoordinator {
   }
 
   /** Stops caching shards, waits for their reconciles, then frees their Leases. */
-  async #release(shards: number[]): Promise<void> {
+  async #release(shards: string[]): Promise<void> {
     const set = new Set(shards);
     this.#setActive(new Set([...this.#active].filter((i) => !set.has(i))));
     // The drain and the Leases' release in one span; the share left the cache before it.
@@ -591,15 +651,15 @@ export class ShardCoordinator {
     }), () => this.#drainAndFree(shards, set));
   }
 
-  async #drainAndFree(shards: number[], set: Set<number>): Promise<void> {
+  async #drainAndFree(shards: string[], set: Set<string>): Promise<void> {
     const started = this.#clock.now();
-    await this.#o.drain?.((obj) => set.has(this.shardOf(obj)));
+    await this.#o.drain?.((obj) => set.has(this.#idOf(obj)));
     const drainSeconds = (this.#clock.now() - started) / 1000;
     if (this.#lost) return;
     await Promise.all(shards.map(async (i) => {
       if (!(await this.#free(i))) return;
       this.#held.delete(i);
-      this.#o.metrics?.handoff?.("released", i, drainSeconds);
+      this.#o.metrics?.handoff?.("released", this.#o.named ? -1 : Number(i), drainSeconds);
       log.info("Released shard {shard} after draining for {ms} ms", {
         shard: i,
         ms: Math.round(drainSeconds * 1000),
@@ -607,7 +667,7 @@ export class ShardCoordinator {
     }));
   }
 
-  #spanAttributes(shard?: number): Record<string, string | number | undefined> {
+  #spanAttributes(shard?: number | string): Record<string, string | number | undefined> {
     return {
       "kubeno.sharding.name": this.name,
       "kubeno.sharding.identity": this.identity,
@@ -616,9 +676,23 @@ export class ShardCoordinator {
   }
 
   /** Writes an empty holder to a shard Lease this replica holds. */
-  async #free(i: number): Promise<boolean> {
-    const name = shardLeaseName(this.name, i, this.count);
+  async #free(i: string): Promise<boolean> {
+    const name = this.#leaseName(i);
     const opts = { namespace: this.namespace };
+    if (this.#o.named && !this.#stopping && !this.#ids().includes(i)) {
+      // A name no longer given (a cluster gone): its Lease goes with it.
+      try {
+        await this.#client.delete(Lease, name, opts);
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return true;
+        log.warn("Cannot delete the Lease of shard {shard}: {error}", {
+          shard: i,
+          error: String(err),
+        });
+        return false;
+      }
+    }
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         const lease = attempt === 0 && this.#leases?.get({ name, namespace: this.namespace })
@@ -648,18 +722,19 @@ export class ShardCoordinator {
     await this.#membership.leave();
   }
 
-  #setActive(next: Set<number>): void {
-    const before = this.owned.join();
+  #setActive(next: Set<string>): void {
+    const before = [...this.#active].sort().join();
     this.#active = next;
+    if ([...next].sort().join() === before) return;
     const owned = this.owned;
-    if (owned.join() === before) return;
-    this.#filter.selector = shardSelector(this.key, owned, this.count);
+    const named = this.#o.named !== undefined;
+    this.#filter.selector = named ? null : shardSelector(this.key, owned, this.count);
     log.info("Owning {count} of {total} shards: {shards}", {
-      count: owned.length,
-      total: this.count,
-      shards: owned.join(",") || "none",
+      count: next.size,
+      total: named ? this.#ids().length : this.count,
+      shards: (named ? this.ownedNames : owned).join(",") || "none",
     });
-    this.#o.metrics?.owned?.(owned);
+    if (!named) this.#o.metrics?.owned?.(owned);
     for (const listener of [...this.#listeners]) {
       try {
         listener();

@@ -474,3 +474,64 @@ Deno.test("ShardCoordinator.run resolves stopped on abort, after freeing its sha
   assert.equal(r1.filter.selector, null);
   assert.equal(clock.pending, 0, "no timer left behind");
 });
+
+Deno.test("ShardCoordinator named: one shard per name, balanced over members and sticky as names and members change", async () => {
+  const server = new LeaseServer();
+  const clock = new FakeClock(1_000_000);
+  let names = ["c-a", "c-b", "c-c", "c-d"];
+  const drained: string[] = [];
+  const named = { keys: () => names };
+  const r1 = coordinator(server, clock, "r1", {
+    named,
+    drain: (inShards) => {
+      for (const n of names) if (inShards({ metadata: { name: n } })) drained.push(n);
+      return Promise.resolve();
+    },
+  });
+  const r2 = coordinator(server, clock, "r2", { named });
+  const stop = new AbortController();
+  const running1 = r1.run(stop.signal);
+  await advanceUntil(clock, () => r1.ownedNames.length === 4, "r1 owning the four names");
+  assert.deepEqual(r1.owned, [], "no indexed shards in named mode");
+  assert.equal(r1.filter.selector, null);
+  assert.ok(r1.filter.matches({ metadata: { name: "c-a" } }));
+  assert.ok(!r1.filter.matches({ metadata: { name: "c-z" } }));
+
+  const running2 = r2.run(stop.signal);
+  await advanceUntil(
+    clock,
+    () => r1.ownedNames.length === 2 && r2.ownedNames.length === 2,
+    "two names each",
+  );
+  const kept = r1.ownedNames;
+  assert.deepEqual([...kept, ...r2.ownedNames].sort(), names);
+  assert.deepEqual(drained.sort(), r2.ownedNames, "r1 drained exactly the names it gave away");
+
+  // A fifth name goes to one of them; removing a name of r2 leaves r1's alone, and its
+  // Lease is deleted.
+  names = [...names, "c-e"];
+  r1.refresh();
+  r2.refresh();
+  await advanceUntil(
+    clock,
+    () => r1.ownedNames.length + r2.ownedNames.length === 5,
+    "the fifth name taken",
+  );
+  for (const n of kept) assert.ok(r1.ownedNames.includes(n), `${n} stayed with r1`);
+  const gone = r2.ownedNames[0];
+  const leasesBefore = server.leases.size;
+  names = names.filter((n) => n !== gone);
+  r1.refresh();
+  r2.refresh();
+  await advanceUntil(
+    clock,
+    () => !r2.ownedNames.includes(gone) && server.leases.size === leasesBefore - 1,
+    `${gone} released and its Lease deleted`,
+  );
+  for (const n of kept) assert.ok(r1.ownedNames.includes(n), `${n} still with r1`);
+  const counts = [r1.ownedNames.length, r2.ownedNames.length].sort();
+  assert.deepEqual(counts, [2, 2], `balanced: ${r1.ownedNames} / ${r2.ownedNames}`);
+
+  stop.abort();
+  assert.deepEqual(await Promise.all([running1, running2]), ["stopped", "stopped"]);
+});
