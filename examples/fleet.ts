@@ -50,6 +50,8 @@ export const pushSettings = reconcile(Namespace, {
       metadata: { name: "fleet-settings", namespace: ns.metadata.name },
       data: { ...settings?.data, cluster: ctx.cluster ?? "" },
     });
+    // Recorded on this member (its recorder writes through the member's client).
+    ctx.events.normal(ns, "SettingsPushed", `fleet-settings pushed on ${ctx.cluster ?? "-"}`);
   },
 });
 

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
-import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
+import { ConfigMap, Event, Namespace, Secret } from "../src/core/kinds.ts";
 import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
 import { FLEET_NAMESPACE, fleetOperator, manifests, SYNC_LABEL } from "../examples/fleet.ts";
 import { toYaml } from "../src/util/yaml.ts";
@@ -173,6 +173,16 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
           ),
         );
       }
+      // Each member's Event is on that member's API server, and only there.
+      const pushed = async (c: Client) =>
+        (await c.list(Event, { namespace: "default" })).items
+          .filter((e) => e.reason === "SettingsPushed")
+          .map((e) => `${e.involvedObject.name}: ${e.message}`);
+      await waitFor(async () => (await pushed(c1)).length > 0 && (await pushed(c2)).length > 0, {
+        what: "a SettingsPushed Event on each member",
+      });
+      assert.deepEqual(await pushed(c1), [`${ns1}: fleet-settings pushed on member-1`]);
+      assert.deepEqual(await pushed(c2), [`${ns2}: fleet-settings pushed on member-2`]);
       const unqualified = text.split("\n").filter((l) =>
         /^(controller_runtime_|workqueue_|kubeno_controller_)/.test(l) && !l.includes('{cluster="')
       );
