@@ -13,6 +13,7 @@ import { operatorManifests } from "../deploy/manifests.ts";
 import { helmChart } from "../deploy/helm_chart.ts";
 import { grafanaDashboard } from "../deploy/grafana_dashboard.ts";
 import { toYaml } from "../util/yaml.ts";
+import { fleetManifests } from "../deploy/fleet_manifests.ts";
 
 /** The `manifests` command. */
 export const manifestsCommand: Command = {
@@ -50,6 +51,11 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       name: "service-monitor",
       type: "boolean",
       description: "Add a ServiceMonitor for the Prometheus Operator (monitoring.coreos.com/v1)",
+    },
+    {
+      name: "member",
+      type: "boolean",
+      description: "A fleet operator: print the set to apply on every member cluster",
     },
     {
       name: "grafana",
@@ -123,6 +129,29 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       return EXIT.ok;
     }
     const m = operatorManifests(init);
+    const fleet = ctx.def.fleet;
+    if (ctx.flags.member === true && !fleet) {
+      throw new UsageError('Flag "--member" needs a fleet operator: operator({ fleet })');
+    }
+    if (fleet) {
+      if (typeof ctx.flags.out === "string") {
+        throw new UsageError('Flag "--out" is not for a fleet operator: redirect the output');
+      }
+      const sets = fleetManifests({
+        name: ctx.def.name,
+        namespace: init.namespace,
+        controllers: ctx.def.controllers,
+        hubRules: fleet.clusters.hubRules,
+        hubReads: fleet.hubReads,
+        hubNamespace: fleet.hubNamespace,
+      });
+      const of = (kind: string) => m.operator.filter((o) => o.kind === kind);
+      const set = ctx.flags.member === true
+        ? sets.member
+        : [...of("Namespace"), ...sets.hub, ...of("Deployment")];
+      ctx.out(toYaml(set).trimEnd());
+      return EXIT.ok;
+    }
     const out = ctx.flags.out;
     if (typeof out !== "string") {
       ctx.out(toYaml(m.all).trimEnd());

@@ -52,6 +52,7 @@ import { runRunnables } from "./_run_runnables.ts";
 import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
 import { readCertificateDir } from "../webhook/cert_dir.ts";
+import { runFleet } from "./_run_fleet.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -115,9 +116,15 @@ memory.max, cgroup v1 memory.limit_in_bytes; --memory-limit overrides, --memory-
 turns sizing off): 70% of the limit above 32 MiB, the rest left to native memory. When V8's
 heap limit is larger, it restarts itself once in place (same pid, DENO_V8_FLAGS carrying the
 budget) where FFI is permitted (deno run -A), and otherwise logs the DENO_V8_FLAGS to set; the
-generated Deployment sets them from its limit, so no restart is needed there.`,
+generated Deployment sets them from its limit, so no restart is needed there.
+
+A fleet operator (operator({ fleet })) treats the cluster of --kubeconfig as the hub and
+runs the controllers on every member its provider names. /readyz passes once the hub's
+caches synced; "/readyz?verbose" lists each member (ready, not synced, unhealthy, failed)
+without failing on one. SIGINT/SIGTERM disengage every member, then exit 0.`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
+    if (ctx.def.fleet) return await runFleet(ctx);
     const settings = runSettings(ctx.def, ctx.flags);
     // First, before anything connects or listens: this may replace the process (see there).
     sizeHeap(settings.memoryLimit);
@@ -214,7 +221,7 @@ interface StopSignals extends Disposable {
  * @param options The operator's name, where to write and how to exit.
  * @returns The stop signal; dispose it to remove the listeners.
  */
-function stopSignals(options: StopSignalsOptions): StopSignals {
+export function stopSignals(options: StopSignalsOptions): StopSignals {
   const stop = new AbortController();
   let signals = 0;
   let firstAt = 0;
