@@ -52,10 +52,8 @@ export async function runFleet(ctx: CommandContext): Promise<number> {
       userAgent: `${ctx.def.name}/${ctx.def.version} kubeno`,
     },
     manager: settings.watchNamespaces.length ? { namespaces: settings.watchNamespaces } : {},
-    onCluster: (event) => {
-      perCluster.onCluster(event);
-      log.info("Cluster {cluster} {type}", { ...event });
-    },
+    // The fleet logs each engage and disengage itself ("Disengaged cluster member-1: ...").
+    onCluster: (event) => perCluster.onCluster(event),
   });
   const probes = new HealthChecks();
   probes.addHealthz("ping", () => {});
