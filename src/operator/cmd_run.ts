@@ -40,7 +40,7 @@
  * @module
  */
 import { EXIT } from "../util/args.ts";
-import { operatorMetrics } from "./_metrics.ts";
+import { operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import { operatorProbes } from "./_run_runnables.ts";
 import { type Command, type CommandContext, connect } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
@@ -52,7 +52,6 @@ import { runRunnables } from "./_run_runnables.ts";
 import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
 import { readCertificateDir } from "../webhook/cert_dir.ts";
-import { serveOperatorMetrics } from "./_metrics.ts";
 import { createFleet } from "../runtime/cluster/fleet.ts";
 import { clusterMetrics } from "../metrics/cluster_metrics.ts";
 import { HealthChecks, serveProbes } from "../runtime/manager/health.ts";
