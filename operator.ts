@@ -22,6 +22,7 @@
 export { type Operator, operator } from "./src/operator/operator.ts";
 export type {
   LeaderElectionOptions,
+  OperatorFleetOptions,
   OperatorOptions,
   OperatorShardingOptions,
 } from "./src/operator/options.ts";

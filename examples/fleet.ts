@@ -12,9 +12,10 @@
  * kubectl -n fleet-system create configmap fleet-settings --from-literal=mode=fast
  * kubectl -n fleet-system create secret generic member-1 --from-file=kubeconfig=member-1.yaml
  * kubectl -n fleet-system label secret member-1 sigs.k8s.io/multicluster-runtime-kubeconfig=true
- * deno run -A examples/fleet.ts              # the hub is the current kubeconfig
- * deno run -A examples/fleet.ts manifests --hub     # RBAC to apply on the hub
- * deno run -A examples/fleet.ts manifests --member  # RBAC to apply on every member
+ * deno run -A examples/fleet.ts manifests | kubectl apply -f -   # the hub's set
+ * deno run -A examples/fleet.ts manifests --member > member.yaml  # apply on every member
+ * deno run -A examples/fleet.ts run   # the hub is the current kubeconfig; /readyz?verbose
+ *                                     # on :8081 lists the members
  * # on member-1:
  * kubectl create namespace team-a && kubectl label namespace team-a fleet.kubeno.dev/sync=true
  * kubectl -n team-a get configmap fleet-settings -o yaml
@@ -22,8 +23,7 @@
  *
  * @module
  */
-import { ConfigMap, createClient, Namespace, reconcile, toYaml } from "../mod.ts";
-import { fleetManifests } from "../src/deploy/fleet_manifests.ts";
+import { ConfigMap, Namespace, operator, reconcile } from "../mod.ts";
 import {
   createFleet,
   type Fleet,
@@ -76,22 +76,16 @@ export function fleetOperator(
   });
 }
 
-/** The RBAC manifests of this operator: the hub set and the member set. */
-export const manifests = fleetManifests({
+/** The operator program: `run` engages the members of the hub's kubeconfig Secrets. */
+export const fleetProgram = operator({
   name: "fleet-operator",
   namespace: FLEET_NAMESPACE,
   controllers: [pushSettings],
-  hubRules: kubeconfigSecrets({ namespace: FLEET_NAMESPACE }).hubRules,
-  hubReads: [ConfigMap],
-  hubNamespace: FLEET_NAMESPACE,
+  fleet: {
+    clusters: kubeconfigSecrets({ namespace: FLEET_NAMESPACE }),
+    hubReads: [ConfigMap],
+    hubNamespace: FLEET_NAMESPACE,
+  },
 });
 
-if (import.meta.main && Deno.args[0] === "manifests") {
-  const set = Deno.args.includes("--member") ? manifests.member : manifests.hub;
-  console.log(toYaml(set).trimEnd());
-} else if (import.meta.main) {
-  using hub = await createClient();
-  const stop = new AbortController();
-  for (const s of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(s, () => stop.abort());
-  await fleetOperator(hub).start(stop.signal);
-}
+if (import.meta.main) await fleetProgram.main();

@@ -6,7 +6,7 @@ import type { Flags, FlagSpec } from "../util/args.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import { groupOf } from "../core/api_version.ts";
-import type { OperatorShardingOptions } from "./options.ts";
+import type { OperatorFleetOptions, OperatorShardingOptions } from "./options.ts";
 import type { OperatorWebhook } from "../webhook/manifests.ts";
 import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
@@ -56,6 +56,8 @@ export interface OperatorDefinition {
   rules: readonly PolicyRule[];
   /** Namespaces watched when no flag or environment variable says otherwise. */
   watchNamespaces: readonly string[];
+  /** The fleet, when the controllers run on member clusters. */
+  fleet?: OperatorFleetOptions;
 }
 
 /** What a command runs with. */

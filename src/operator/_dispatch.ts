@@ -242,6 +242,7 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
     ...(options.sharding ? { sharding: shardingOf(name, options) } : {}),
     rules: [...(options.rules ?? [])],
     watchNamespaces: (options.watchNamespaces ?? []).filter((ns) => ns !== ""),
+    ...(options.fleet ? { fleet: fleetOf(name, options) } : {}),
   };
 }
 
@@ -263,6 +264,22 @@ function shardingOf(
     );
   }
   return { ...o, replicas };
+}
+
+function fleetOf(name: string, options: OperatorOptions): NonNullable<OperatorOptions["fleet"]> {
+  const f = options.fleet!;
+  if (typeof f.clusters?.run !== "function") {
+    throw new TypeError(
+      `Cannot define operator "${name}": fleet.clusters must be a cluster provider, e.g. kubeconfigSecrets({ namespace })`,
+    );
+  }
+  const le = options.leaderElection;
+  if (options.sharding || le === true || (typeof le === "object" && le.enabled)) {
+    throw new TypeError(
+      `Cannot define operator "${name}": fleet excludes leaderElection and sharding; run one replica`,
+    );
+  }
+  return f;
 }
 
 /** Whether `wide` is a multi-version CRD that declares every version of single-version `one`. */

@@ -276,3 +276,34 @@ Deno.test("defineOperator: a primary with dependents gets its CRD labelled an Ap
   const plain = defineOperator({ name: "gadget-operator", controllers: [controller] });
   assert.deepEqual(labels(plain), { "gadgets.gadgets.example.com": {} });
 });
+
+Deno.test("a fleet operator: manifests prints the hub set, --member the member set; bad input is one line", async () => {
+  const provider = { name: "test provider", run: () => Promise.resolve() };
+  const fleetOp = { name: "fleet-op", controllers: [controller], fleet: { clusters: provider } };
+  const hub = await run(["manifests"], fleetOp);
+  assert.equal(hub.code, 0, hub.err.join("\n"));
+  const hubKinds = fromYaml(hub.out).map((o) => (o as { kind: string }).kind);
+  assert.ok(hubKinds.includes("Deployment") && hubKinds.includes("ServiceAccount"), hub.out);
+  assert.ok(!hubKinds.includes("ClusterRole"), "the controllers' RBAC belongs on the members");
+  const member = await run(["manifests", "--member"], fleetOp);
+  assert.equal(member.code, 0, member.err.join("\n"));
+  const memberKinds = fromYaml(member.out).map((o) => (o as { kind: string }).kind);
+  assert.ok(memberKinds.includes("ClusterRole") && !memberKinds.includes("Deployment"));
+  const single = await run(["manifests", "--member"]);
+  assert.equal(single.code, 2);
+  assert.deepEqual(single.err, [
+    'gadget-operator: Flag "--member" needs a fleet operator: operator({ fleet }); run "gadget-operator manifests --help" for usage',
+  ]);
+  const helm = await run(["manifests", "--helm", "/tmp/x"], fleetOp);
+  assert.equal(helm.code, 2);
+  assert.equal(helm.err.length, 1);
+  assert.throws(
+    () => defineOperator({ ...fleetOp, sharding: true }),
+    /Cannot define operator "fleet-op": fleet excludes leaderElection and sharding/,
+  );
+  assert.throws(
+    // deno-lint-ignore no-explicit-any
+    () => defineOperator({ ...fleetOp, fleet: { clusters: {} as any } }),
+    /fleet.clusters must be a cluster provider/,
+  );
+});

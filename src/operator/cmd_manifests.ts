@@ -13,6 +13,7 @@ import { operatorManifests } from "../deploy/manifests.ts";
 import { helmChart } from "../deploy/helm_chart.ts";
 import { grafanaDashboard } from "../deploy/grafana_dashboard.ts";
 import { toYaml } from "../util/yaml.ts";
+import { fleetManifests } from "../deploy/fleet_manifests.ts";
 
 /** The `manifests` command. */
 export const manifestsCommand: Command = {
@@ -50,6 +51,11 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       name: "service-monitor",
       type: "boolean",
       description: "Add a ServiceMonitor for the Prometheus Operator (monitoring.coreos.com/v1)",
+    },
+    {
+      name: "member",
+      type: "boolean",
+      description: "A fleet operator: print the set to apply on every member cluster",
     },
     {
       name: "grafana",
@@ -104,6 +110,34 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       serviceMonitor: ctx.flags["service-monitor"] === true,
       ...(ctx.def.sharding ? { sharding: { replicas: ctx.def.sharding.replicas } } : {}),
     };
+    const fleet = ctx.def.fleet;
+    if (ctx.flags.member === true && !fleet) {
+      throw new UsageError('Flag "--member" needs a fleet operator: operator({ fleet })');
+    }
+    if (fleet) {
+      for (const flag of ["out", "helm"]) {
+        if (typeof ctx.flags[flag] === "string") {
+          throw new UsageError(
+            `Flag "--${flag}" is not for a fleet operator: redirect the output of "manifests" and "manifests --member"`,
+          );
+        }
+      }
+      const m = operatorManifests(init);
+      const sets = fleetManifests({
+        name: ctx.def.name,
+        namespace: init.namespace,
+        controllers: ctx.def.controllers,
+        hubRules: fleet.clusters.hubRules,
+        hubReads: fleet.hubReads,
+        hubNamespace: fleet.hubNamespace,
+      });
+      const of = (kind: string) => m.operator.filter((o) => o.kind === kind);
+      const set = ctx.flags.member === true
+        ? sets.member
+        : [...of("Namespace"), ...sets.hub, ...of("Deployment")];
+      ctx.out(toYaml(set).trimEnd());
+      return EXIT.ok;
+    }
     if (typeof ctx.flags.helm === "string") {
       if (typeof ctx.flags.out === "string") {
         throw new UsageError('Flags "--out" and "--helm" cannot be combined: pick one');

@@ -11,6 +11,31 @@ import type { Controller } from "../runtime/controller/reconcile.ts";
 import type { Resource } from "../core/resource.ts";
 import type { ShardingOptions } from "../runtime/sharding/coordinator.ts";
 import type { OperatorWebhook } from "../webhook/manifests.ts";
+import type { ClusterProvider } from "../runtime/cluster/provider.ts";
+
+/**
+ * A fleet: the controllers run on every member cluster a provider names, from a hub (the
+ * cluster of `--kubeconfig`, or the one the pod runs in). See `createFleet`.
+ */
+export interface OperatorFleetOptions {
+  /** Discovers the members, e.g. `kubeconfigSecrets({ namespace })`. */
+  clusters: ClusterProvider;
+  /**
+   * Hub kinds the reconciles read through `ctx.hub.cache`; `manifests` grants reading them.
+   * @default []
+   */
+  hubReads?: readonly Resource[];
+  /**
+   * The hub namespace `hubReads` are cached in.
+   * @default all namespaces
+   */
+  hubNamespace?: string;
+  /**
+   * Disengage a member unreachable (not synced or failing) for this long; see `createFleet`.
+   * @default never
+   */
+  unreachableAfterMs?: number;
+}
 
 /** Leader-election settings. */
 export interface LeaderElectionOptions {
@@ -121,4 +146,13 @@ export interface OperatorOptions {
    * @default [] (all namespaces)
    */
   watchNamespaces?: readonly string[];
+  /**
+   * Run the controllers on a fleet of member clusters instead of the one of `--kubeconfig`,
+   * which becomes the hub: `run` engages every member the provider names, `manifests` prints
+   * the hub's set (`--member`: the set to apply on every member), `install` applies the CRDs
+   * on the cluster of `--kubeconfig` (point it at each member). Not with `leaderElection`
+   * or `sharding`.
+   * @default one cluster
+   */
+  fleet?: OperatorFleetOptions;
 }
