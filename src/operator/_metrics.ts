@@ -56,6 +56,19 @@ export interface OperatorMetrics {
 }
 
 /**
+ * The registry of a fleet operator: process and client families only. The controllers' own
+ * families are defined per cluster, with a `cluster` label, by `clusterMetrics`; defining them
+ * here too, without it, would clash.
+ *
+ * @returns The registry and the hub client's `onRequest`.
+ */
+export function fleetOperatorMetrics(): Pick<OperatorMetrics, "registry" | "onRequest"> {
+  const registry = new Registry();
+  registerProcessMetrics(registry);
+  return { registry, onRequest: restClientMetrics(registry) };
+}
+
+/**
  * Creates the registry with process metrics and the adapters that fill it.
  *
  * @param options `shards`: the number of virtual shards of a sharded operator, which adds the

@@ -40,7 +40,7 @@
  * @module
  */
 import { EXIT } from "../util/args.ts";
-import { operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
+import { fleetOperatorMetrics, operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import { operatorProbes } from "./_run_runnables.ts";
 import { type Command, type CommandContext, connect } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
@@ -288,7 +288,7 @@ function swallowEchoes(sigs: Deno.Signal[], until: number): void {
 async function runFleet(ctx: CommandContext): Promise<number> {
   const fleetDef = ctx.def.fleet!;
   const settings = runSettings(ctx.def, ctx.flags);
-  const metrics = operatorMetrics();
+  const metrics = fleetOperatorMetrics();
   using hub = await connect(ctx, { onRequest: metrics.onRequest });
   using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
   const perCluster = clusterMetrics(metrics.registry);
