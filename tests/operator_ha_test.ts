@@ -297,7 +297,10 @@ Deno.test("leader election, probes, metrics and logs of real operator processes"
         await a.waitLogged("Controller widget cannot sync its caches yet");
         const before = await a.probe("readyz?verbose");
         assert.equal(before.status, 500);
-        assert.equal(before.body, "[-]informers failed: reason withheld\nhealthz check failed\n");
+        assert.equal(
+          before.body,
+          "[-]informers failed: reason withheld\n[+]optional-kinds ok\nhealthz check failed\n",
+        );
         assert.match(
           (await a.probe("readyz/informers")).body,
           /Informers not synced: "ConfigMap"/,
