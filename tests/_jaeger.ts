@@ -4,56 +4,20 @@
 // own config (only the OTLP/HTTP receiver and the query API: none of the fixed ports of
 // Jaeger's default config, which other tests or a second Jaeger would collide on), and read
 // through its HTTP query API.
-import { cacheDir } from "../src/testing/assets.ts";
+import { findTestenvTool, type ToolBinary } from "./_testenv_tool.ts";
 import { freePort, Supervised } from "../src/testing/process.ts";
 import { waitFor } from "./_helpers.ts";
 
-/** Where Jaeger is, or why there is none. */
-export type JaegerBinary = { path: string; reason?: undefined } | {
-  path?: undefined;
-  reason: string;
-};
-
-const SCRIPT = new URL("../testenv/build_jaeger.sh", import.meta.url).pathname;
-
-function executable(path: string): boolean {
-  try {
-    const st = Deno.statSync(path);
-    return st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
+/** Where jaeger is, or why there is none. */
+export type JaegerBinary = ToolBinary;
 
 /**
- * Finds (or builds) Jaeger.
+ * Finds (or builds) jaeger.
  *
  * @returns The path, or the reason it cannot be had.
  */
-export async function findJaeger(): Promise<JaegerBinary> {
-  const explicit = Deno.env.get("KUBENO_JAEGER");
-  if (explicit) {
-    return executable(explicit)
-      ? { path: explicit }
-      : { reason: `KUBENO_JAEGER="${explicit}" is not an executable file` };
-  }
-  const cached = `${cacheDir()}/jaeger`;
-  let out: Deno.CommandOutput;
-  try {
-    out = await new Deno.Command("bash", {
-      args: [SCRIPT],
-      env: { KUBENO_ASSETS_DIR: cacheDir() },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-  } catch (err) {
-    return executable(cached)
-      ? { path: cached }
-      : { reason: `cannot run testenv/build_jaeger.sh: ${(err as Error).message}` };
-  }
-  if (executable(cached)) return { path: cached };
-  const why = new TextDecoder().decode(out.stderr).trim().split("\n").filter(Boolean).at(-1);
-  return { reason: `jaeger cannot be built (testenv/build_jaeger.sh exited ${out.code}: ${why})` };
+export function findJaeger(): Promise<JaegerBinary> {
+  return findTestenvTool("jaeger");
 }
 
 /** A span as Jaeger's query API (`/api/traces`) returns it. */
