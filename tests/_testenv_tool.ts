@@ -3,22 +3,13 @@
 // testenv/build_<name>.sh puts it, built there from the Go module proxy when missing and Go is
 // available. When it cannot be had, the reason is returned so that the tests skip visibly
 // instead of passing.
-import { cacheDir } from "../src/testing/assets.ts";
+import { cacheDir, isExecutable } from "../src/testing/assets.ts";
 
 /** Where a tool is, or why there is none. */
 export type ToolBinary = { path: string; reason?: undefined } | {
   path?: undefined;
   reason: string;
 };
-
-function executable(path: string): boolean {
-  try {
-    const st = Deno.statSync(path);
-    return st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Finds (or builds) the tool `name` with testenv/build_<name>.sh.
@@ -30,7 +21,7 @@ export async function findTestenvTool(name: string): Promise<ToolBinary> {
   const variable = `KUBENO_${name.toUpperCase()}`;
   const explicit = Deno.env.get(variable);
   if (explicit) {
-    return executable(explicit)
+    return isExecutable(explicit)
       ? { path: explicit }
       : { reason: `${variable}="${explicit}" is not an executable file` };
   }
@@ -46,11 +37,11 @@ export async function findTestenvTool(name: string): Promise<ToolBinary> {
       stderr: "piped",
     }).output();
   } catch (err) {
-    return executable(cached)
+    return isExecutable(cached)
       ? { path: cached }
       : { reason: `cannot run ${script}: ${(err as Error).message}` };
   }
-  if (executable(cached)) return { path: cached };
+  if (isExecutable(cached)) return { path: cached };
   const why = new TextDecoder().decode(out.stderr).trim().split("\n").filter(Boolean).at(-1);
   return { reason: `${name} cannot be built (${script} exited ${out.code}: ${why})` };
 }

@@ -35,7 +35,8 @@ function envName(name: AssetName): string {
   return `TEST_ASSET_${name.toUpperCase().replaceAll("-", "_")}`;
 }
 
-function isExecutable(path: string): boolean {
+/** Whether `path` is an executable regular file. */
+export function isExecutable(path: string): boolean {
   try {
     const st = Deno.statSync(path);
     return st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0;
