@@ -112,13 +112,39 @@ export async function preparePeers(progress: (line: string) => void): Promise<Pe
       await Deno.copyFile(`${target}/release/kube-operator`, kubeOperator);
     }
   }
-  try {
-    Deno.statSync(`${NODE_DIR}/node_modules/@kubernetes/client-node/package.json`);
-  } catch {
-    progress("installing the Node.js peer's dependencies (npm ci)");
-    await run("npm", ["ci", "--no-audit", "--no-fund"], NODE_DIR);
-  }
+  await prepareNodePeer(cache, progress);
   return peers;
+}
+
+/**
+ * The Node.js peer's node_modules: installed once per package-lock.json into the cache (like
+ * the Go and Rust builds), then linked into the peer's folder, so a clean clone (CI) does not
+ * run `npm ci` again and the checkout holds no node_modules of its own.
+ */
+async function prepareNodePeer(cache: string, progress: (line: string) => void): Promise<void> {
+  const linked = `${NODE_DIR}/node_modules`;
+  const probe = "node_modules/@kubernetes/client-node/package.json";
+  let present: Deno.FileInfo | undefined;
+  try {
+    present = Deno.lstatSync(linked);
+  } catch { /* absent */ }
+  // A node_modules of the peer's own (an older checkout ran `npm ci` there): keep using it.
+  if (present && !present.isSymlink && isFile(`${NODE_DIR}/${probe}`)) return;
+  const files = ["package.json", "package-lock.json"];
+  const lock = files.map((f) => Deno.readTextFileSync(`${NODE_DIR}/${f}`)).join("\0");
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(lock));
+  const key = [...new Uint8Array(digest)].slice(0, 8).map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
+  const dir = `${cache}/node-${key}`;
+  if (!isFile(`${dir}/${probe}`)) {
+    progress(`installing the Node.js peer's dependencies into ${dir} (npm ci)`);
+    await Deno.mkdir(dir, { recursive: true });
+    for (const f of files) await Deno.copyFile(`${NODE_DIR}/${f}`, `${dir}/${f}`);
+    await run("npm", ["ci", "--no-audit", "--no-fund"], dir);
+  }
+  // A link to another lock file's install, or an unfinished install of the peer's own.
+  if (present) await Deno.remove(linked, { recursive: !present.isSymlink });
+  await Deno.symlink(`${dir}/node_modules`, linked);
 }
 
 function isFile(path: string): boolean {
