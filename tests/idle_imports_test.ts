@@ -2,7 +2,8 @@
 // (issue 29, idle memory). A child Deno loads the controller machinery (client, manager,
 // reconcile, kinds, a defined resource) with an import map that routes each optional library
 // through a marker module, then reports which markers ran. Each library costs RSS and
-// start-up time (notes/issue-29-idle.md): @opentelemetry/api ~0.7 MiB and 15-20 ms.
+// start-up time (notes/issue-29-idle.md): @opentelemetry/api ~0.7 MiB and 15-20 ms; LogTape,
+// with the Node.js `util` module its formatters import, ~6 MiB and 30 ms.
 import assert from "node:assert/strict";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -10,13 +11,19 @@ const ROOT = new URL("..", import.meta.url).pathname;
 interface Probe {
   loaded: string[];
   tracing: boolean;
+  /** Lines a kubeno logger wrote (with `configure`: after `configureLogging`). */
+  lines: string[];
 }
 
 /**
  * Runs the probe in a child Deno with the repo's import map, `libraries` routed through
  * markers, and `env`.
  */
-async function probe(libraries: string[], env: Record<string, string> = {}): Promise<Probe> {
+async function probe(
+  libraries: string[],
+  env: Record<string, string> = {},
+  configure = false,
+): Promise<Probe> {
   const dir = await Deno.makeTempDir({ prefix: "kubeno-idle-imports-" });
   try {
     const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
@@ -42,8 +49,13 @@ async function probe(libraries: string[], env: Record<string, string> = {}): Pro
         `import "${ROOT}src/core/kinds.ts";`,
         `import "${ROOT}bench/_bench_resource.ts";`,
         `import { tracing } from "${ROOT}src/util/trace.ts";`,
-        `console.log(JSON.stringify({ loaded: (globalThis as any).__kubenoLoaded ?? [],` +
-        ` tracing: tracing() }));`,
+        `import { configureLogging, getLogger } from "${ROOT}src/util/log.ts";`,
+        `const log = getLogger(["kubeno", "probe"]).with({ probe: 1 });`,
+        `const lines: string[] = [];`,
+        configure ? `await configureLogging({ format: "json", write: (l) => lines.push(l) });` : "",
+        `log.info("Probed {what}", { what: "imports" });`,
+        `const loaded = [...((globalThis as any).__kubenoLoaded ?? [])];`,
+        `console.log(JSON.stringify({ loaded, tracing: tracing(), lines }));`,
       ].join("\n"),
     );
     const out = await new Deno.Command(Deno.execPath(), {
@@ -70,4 +82,20 @@ Deno.test("with OTEL_DENO=true, @opentelemetry/api is loaded at start and spans 
   const { loaded, tracing } = await probe(["@opentelemetry/api"], { OTEL_DENO: "true" });
   assert.deepEqual(loaded, ["@opentelemetry/api"]);
   assert.equal(tracing, true);
+});
+
+Deno.test("until logging is configured, kubeno's loggers do not load LogTape", async () => {
+  const { loaded, lines } = await probe(["@logtape/logtape"]);
+  assert.deepEqual(loaded, [], `Loaded at idle: ${loaded.join(", ")}`);
+  assert.deepEqual(lines, []);
+});
+
+Deno.test("configureLogging loads LogTape, and loggers made before it write through it", async () => {
+  const { loaded, lines } = await probe(["@logtape/logtape"], {}, true);
+  assert.deepEqual(loaded, ["@logtape/logtape"]);
+  assert.equal(lines.length, 1, lines.join(""));
+  const line = JSON.parse(lines[0]);
+  assert.equal(line.msg, "Probed imports");
+  assert.equal(line.logger, "kubeno.probe");
+  assert.equal(line.probe, 1);
 });
