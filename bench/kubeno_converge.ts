@@ -15,22 +15,29 @@
 // on ("U ...") and of Bench update events reaching the informer ("E ...") to FILE at exit. With
 // --priority-queue false, the manager's work queues are first-in-first-out (createManager's
 // `priorityQueue: false`); without it, the manager's default.
-import { parseArgs } from "node:util";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { Bench, FIELD_MANAGER, FINALIZER } from "./_bench_resource.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
-  options: {
-    kubeconfig: { type: "string" },
-    workers: { type: "string", default: "4" },
-    starts: { type: "string" },
-    "priority-queue": { type: "string" },
-  },
-});
+// Flags read by hand: node:util's parseArgs would load Node's util module (~4.6 MiB of RSS at
+// idle), which kubeno loads only with LogTape, once logging is configured (this contender never
+// configures it; an operator program's `run` does).
+function flag(name: string, fallback?: string): string | undefined {
+  for (let i = 0; i < Deno.args.length; i++) {
+    const a = Deno.args[i];
+    if (a === `--${name}`) return Deno.args[i + 1];
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return fallback;
+}
+const args = {
+  kubeconfig: flag("kubeconfig"),
+  workers: flag("workers", "4")!,
+  starts: flag("starts"),
+  "priority-queue": flag("priority-queue"),
+};
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
 
 // Recorded in memory and written at exit, so logging costs nothing measurable.

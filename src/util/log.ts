@@ -10,7 +10,7 @@
  * @module
  */
 
-import { configure, getLogger as logTapeLogger, type LogRecord, reset } from "@logtape/logtape";
+import type { LogRecord } from "@logtape/logtape";
 import type * as LogTape from "@logtape/logtape";
 import { redact } from "./_log_redact.ts";
 import { activeIds } from "./trace.ts";
@@ -26,8 +26,10 @@ import { activeIds } from "./trace.ts";
 export type Logger = LogTape.Logger;
 
 /**
- * The logger of a category. Loggers are cheap and cached by category; what they write, and
- * where, is set once by {@linkcode configureLogging} (nothing is written before that).
+ * The logger of a category. Loggers are cheap; what they write, and where, is set once by
+ * {@linkcode configureLogging} (nothing is written before that, and LogTape itself is loaded
+ * only then — or by a program that configures LogTape itself, whose sinks then get the
+ * records of kubeno's loggers too).
  *
  * @param category The category, e.g. `["myoperator", "controller"]`; a string is a
  * one-element category; omitted, the root logger.
@@ -41,7 +43,91 @@ export type Logger = LogTape.Logger;
  * ```
  */
 export function getLogger(category?: string | readonly string[]): Logger {
-  return logTapeLogger(category);
+  const path = category === undefined ? [] : typeof category === "string" ? [category] : category;
+  return new DeferredLogger(path, []) as unknown as Logger;
+}
+
+// LogTape's root logger, which every copy of LogTape in the process shares through the global
+// object (LogTape's own mechanism): it exists once LogTape has been loaded and used, by
+// `configureLogging` or by a program that configures LogTape itself.
+const ROOT_LOGGER = Symbol.for("logtape.rootLogger");
+
+function rootLogger(): Logger | undefined {
+  return (globalThis as Record<symbol, Logger | undefined>)[ROOT_LOGGER] ?? undefined;
+}
+
+/**
+ * A logger that loads nothing: LogTape (and the Node.js `util` it brings, ~6 MiB and 30 ms at
+ * start, notes/issue-29-idle.md) is loaded by `configureLogging`. Until LogTape's root logger
+ * exists nothing could be written (no sinks), so records are dropped, as LogTape would drop
+ * them; from then on every call goes to LogTape's logger of the same category and properties.
+ */
+class DeferredLogger {
+  readonly category: readonly string[];
+  readonly #props: readonly Record<string, unknown>[];
+  #logger: Logger | undefined;
+
+  constructor(category: readonly string[], props: readonly Record<string, unknown>[]) {
+    this.category = category;
+    this.#props = props;
+  }
+
+  #real(): Logger | undefined {
+    if (this.#logger) return this.#logger;
+    const root = rootLogger();
+    if (!root) return undefined;
+    let logger = this.category.length === 0
+      ? root
+      : root.getChild(this.category as readonly [string, ...string[]]);
+    for (const p of this.#props) logger = logger.with(p);
+    return this.#logger = logger;
+  }
+
+  get parent(): Logger | null {
+    if (this.category.length === 0) return null;
+    return getLogger(this.category.slice(0, -1));
+  }
+
+  getChild(subcategory: string | readonly string[]): Logger {
+    const sub = typeof subcategory === "string" ? [subcategory] : subcategory;
+    const real = this.#real();
+    if (real) return real.getChild(sub as readonly [string, ...string[]]);
+    return new DeferredLogger([...this.category, ...sub], this.#props) as unknown as Logger;
+  }
+
+  with(properties: Record<string, unknown>): Logger {
+    const real = this.#real();
+    if (real) return real.with(properties);
+    return new DeferredLogger(this.category, [...this.#props, properties]) as unknown as Logger;
+  }
+
+  trace(...args: unknown[]): unknown {
+    return (this.#real()?.trace as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  debug(...args: unknown[]): unknown {
+    return (this.#real()?.debug as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  info(...args: unknown[]): unknown {
+    return (this.#real()?.info as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  warn(...args: unknown[]): unknown {
+    return (this.#real()?.warn as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  warning(...args: unknown[]): unknown {
+    return (this.#real()?.warning as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  error(...args: unknown[]): unknown {
+    return (this.#real()?.error as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  fatal(...args: unknown[]): unknown {
+    return (this.#real()?.fatal as ((...a: unknown[]) => unknown) | undefined)?.(...args);
+  }
+  emit(record: Omit<LogRecord, "category">): void {
+    this.#real()?.emit(record);
+  }
+  isEnabledFor(level: LogRecord["level"]): boolean {
+    return this.#real()?.isEnabledFor(level) ?? false;
+  }
 }
 export { redact };
 
@@ -124,6 +210,9 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
   const color = pretty && !options.write && isStderrTerminal() && !Deno.noColor;
   const render = pretty ? (r: LogRecord) => formatPretty(r, color) : formatJson;
   const sink = (record: LogRecord) => write(render(redactRecord(withTraceIds(record))));
+  const { configure, getLogger: logTapeLogger } = await import("@logtape/logtape");
+  // Creates LogTape's root logger, through which the deferred loggers write from now on.
+  logTapeLogger();
   await configure({
     reset: true,
     sinks: { kubeno: sink },
@@ -157,6 +246,7 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
  * ```
  */
 export async function resetLogging(): Promise<void> {
+  const { reset } = await import("@logtape/logtape");
   await reset();
 }
 

@@ -10,27 +10,41 @@
  *
  * ## Guarantees
  *
- * - No cost when tracing is off: {@linkcode tracing} is one comparison of the registered
- *   provider, and every other function returns at once (no span, no context, no allocation
- *   beyond the call) when it is `false`.
+ * - No cost when tracing is off: `@opentelemetry/api` is not even loaded until a provider is
+ *   registered (at start with `OTEL_DENO=true`); {@linkcode tracing} is then one read of the
+ *   API's global registry, and every other function returns at once (no span, no context, no
+ *   allocation beyond the call) when it is `false`.
+ * - A provider a program registers after kubeno loaded is seen once the API has loaded: from
+ *   the next turn of the event loop after the first {@linkcode tracing} call that finds it.
  * - A span started by {@linkcode inSpan} ends exactly once, when `fn` returns or its promise
  *   settles; a thrown error or rejection is recorded on it and sets its status to error.
  *
  * @module
  */
-import {
-  type Attributes,
-  context,
-  type Link,
-  ProxyTracerProvider,
-  type Span as OtelSpan,
-  type SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Tracer,
-  type TracerProvider,
+import type {
+  Attributes,
+  Link,
+  Span as OtelSpan,
+  SpanContext,
+  Tracer,
+  TracerProvider,
 } from "@opentelemetry/api";
+
+type Api = typeof import("@opentelemetry/api");
+
+// Where @opentelemetry/api keeps what is registered (major version 1): Deno's provider and
+// context manager with OTEL_DENO=true (before any user code runs), or a program's SDK.
+const REGISTRY = Symbol.for("opentelemetry.js.api.1");
+
+function registered(): boolean {
+  const g = (globalThis as Record<symbol, { trace?: unknown } | undefined>)[REGISTRY];
+  return g?.trace !== undefined;
+}
+
+// The API (~0.7 MiB and 15-20 ms at start) is loaded only once something is registered: at
+// once when it already is (OTEL_DENO=true), else when `tracing()` first sees a registration.
+let api: Api | undefined = registered() ? await import("@opentelemetry/api") : undefined;
+let loading: Promise<void> | undefined;
 
 /** Attribute values of a span: strings, numbers, booleans (undefined ones are left out). */
 export type SpanAttributes = Record<string, string | number | boolean | undefined>;
@@ -92,12 +106,15 @@ export interface InSpanOptions {
 }
 
 const NOOP_SPAN: Span = { set() {}, link: () => undefined, error() {} };
-const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
-// What an unset global answers: a proxy over the shared no-op provider.
-const NOOP_DELEGATE = new ProxyTracerProvider().getDelegate();
+// SpanKind's values (INTERNAL, SERVER, CLIENT), kept here so they need no API loaded.
+const KINDS = { internal: 0, server: 1, client: 2 } as const;
+// SpanStatusCode.ERROR.
+const STATUS_ERROR = 2;
 
 let delegate: TracerProvider | undefined;
 let tracer: Tracer | undefined;
+// What an unset global answers: a proxy over the shared no-op provider.
+let noopDelegate: TracerProvider | undefined;
 
 /**
  * Whether spans are recorded: a tracer provider is registered (Deno's, with `OTEL_DENO=true`,
@@ -113,13 +130,23 @@ let tracer: Tracer | undefined;
  * ```
  */
 export function tracing(): boolean {
+  if (api === undefined) {
+    // Nothing registered: off, without loading the API. A provider registered after kubeno
+    // loaded is seen once the API has loaded (a microtask later: the program that registered
+    // it has loaded it already).
+    if (registered()) {
+      loading ??= import("@opentelemetry/api").then((m) => void (api = m));
+    }
+    return false;
+  }
   // Deno registers its provider as the global one; an SDK set through the API sits behind
   // the API's proxy, which stays the same object when its delegate changes.
-  const p = trace.getTracerProvider();
-  const d = p instanceof ProxyTracerProvider ? p.getDelegate() : p;
+  const p = api.trace.getTracerProvider();
+  const d = p instanceof api.ProxyTracerProvider ? p.getDelegate() : p;
   if (d !== delegate) {
     delegate = d;
-    tracer = d === NOOP_DELEGATE ? undefined : p.getTracer("kubeno");
+    noopDelegate ??= new api.ProxyTracerProvider().getDelegate();
+    tracer = d === noopDelegate ? undefined : p.getTracer("kubeno");
   }
   return tracer !== undefined;
 }
@@ -153,6 +180,7 @@ export function inSpan<R>(
   options: InSpanOptions = {},
 ): R {
   if (!tracing()) return fn(NOOP_SPAN);
+  const { context, trace } = api!;
   const attrs = clean(typeof attributes === "function" ? attributes() : attributes);
   const links: Link[] = (options.links ?? []).map((l) => ({
     context: l as unknown as SpanContext,
@@ -207,7 +235,7 @@ export function inSpan<R>(
  */
 export function activeLink(): SpanLink | undefined {
   if (!tracing()) return undefined;
-  const span = trace.getActiveSpan();
+  const span = api!.trace.getActiveSpan();
   return span?.isRecording() ? span.spanContext() as unknown as SpanLink : undefined;
 }
 
@@ -225,7 +253,7 @@ export function activeLink(): SpanLink | undefined {
  */
 export function activeIds(): { trace_id: string; span_id: string } | undefined {
   if (!tracing()) return undefined;
-  const span = trace.getActiveSpan();
+  const span = api!.trace.getActiveSpan();
   if (!span?.isRecording()) return undefined;
   const c = span.spanContext();
   return { trace_id: c.traceId, span_id: c.spanId };
@@ -248,5 +276,5 @@ function clean(attributes: SpanAttributes): Attributes {
 function failed(span: OtelSpan, err: unknown): void {
   const e = err instanceof Error ? err : new Error(String(err));
   span.recordException(e);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+  span.setStatus({ code: STATUS_ERROR, message: e.message });
 }
