@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deepFreeze, frozenCopy } from "./freeze.ts";
+import { dataCopy, deepFreeze, frozenCopy } from "./freeze.ts";
 
 Deno.test("frozenCopy copies JSON data deeply frozen and leaves the original as it is", () => {
   const answer = JSON.parse(
@@ -20,4 +20,21 @@ Deno.test("frozenCopy copies JSON data deeply frozen and leaves the original as 
   answer.data.k = "changed";
   assert.deepStrictEqual(copy.data.k, "v");
   assert.deepStrictEqual(deepFreeze(structuredClone(answer)), frozenCopy(answer));
+});
+
+Deno.test("dataCopy copies plain data unfrozen, and anything else with structuredClone", () => {
+  const when = new Date(0);
+  const cached = deepFreeze({
+    metadata: { name: "a", labels: { x: "1" } },
+    spec: { list: [{ n: 1 }], when, unset: undefined },
+  });
+  const copy = dataCopy(cached);
+  assert.deepStrictEqual(copy, structuredClone(cached));
+  assert(!Object.isFrozen(copy) && !Object.isFrozen(copy.spec.list[0]));
+  assert(Object.hasOwn(copy.spec, "unset"));
+  assert(copy.spec.when instanceof Date && copy.spec.when !== when);
+  copy.metadata.labels.x = "2";
+  assert.strictEqual(cached.metadata.labels.x, "1");
+  const frozen = frozenCopy(cached);
+  assert(Object.isFrozen(frozen.spec.when) && frozen.spec.when instanceof Date);
 });
