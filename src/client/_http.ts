@@ -81,6 +81,9 @@ export class Transport {
   #insecure = new Map<string, Promise<InsecureRelay>>();
   #clients = new Map<string, Deno.HttpClient>();
   #closed = false;
+  readonly #headerCache = new WeakMap<Credentials, Map<string, HeadersInit>>();
+  readonly #deadlines = new Map<string, AbortSignal>();
+  readonly #combined = new WeakMap<AbortSignal, { timeout: AbortSignal; either: AbortSignal }>();
 
   constructor(access: ClusterAccess, options: TransportOptions) {
     this.#access = access;
@@ -233,33 +236,20 @@ export class Transport {
   }
 
   async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
-    const encoding = spec.acceptEncoding ??
-      (this.#access.disableCompression ? "identity" : undefined);
-    const headers: Record<string, string> = {
-      ...creds.headers,
-      "Accept": spec.accept ?? "application/json",
-      "User-Agent": this.#options.userAgent,
-      ...(encoding ? { "Accept-Encoding": encoding } : {}),
-    };
     let body: string | undefined;
-    if (spec.body !== undefined) {
-      body = JSON.stringify(spec.body);
-      headers["Content-Type"] = spec.contentType ?? "application/json";
-    }
+    if (spec.body !== undefined) body = JSON.stringify(spec.body);
     const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
-    const timeout = timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs);
-    const signals = [spec.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const timeout = timeoutMs === null ? undefined : this.#deadline(timeoutMs);
+    const signal = spec.signal && timeout
+      ? this.#either(spec.signal, timeout)
+      : spec.signal ?? timeout;
     const started = performance.now();
     let res: Response;
     try {
       const client = await this.#client(creds.cert, creds.key);
       res = await fetch(this.#base + spec.path, {
         method: spec.method,
-        // A list keeps repeated headers (Impersonate-Group…) apart, as client-go sends them.
-        headers: creds.repeatedHeaders
-          ? [...Object.entries(headers), ...creds.repeatedHeaders.map(([k, v]) => [k, v])]
-          : headers,
+        headers: this.#headers(spec, creds, body !== undefined),
         body,
         signal,
         client,
@@ -282,6 +272,68 @@ export class Transport {
       parseStatus(text) ?? text,
       res.headers.get("Retry-After"),
     );
+  }
+
+  /**
+   * The request's headers, built once per credentials and kind of request (accept, encoding,
+   * content type) and shared by every request of that kind: `fetch` copies them.
+   */
+  #headers(spec: RequestSpec, creds: Credentials, hasBody: boolean): HeadersInit {
+    const encoding = spec.acceptEncoding ??
+      (this.#access.disableCompression ? "identity" : undefined);
+    const accept = spec.accept ?? "application/json";
+    const type = hasBody ? spec.contentType ?? "application/json" : undefined;
+    const id = `${accept}\0${encoding ?? ""}\0${type ?? ""}`;
+    let byKind = this.#headerCache.get(creds);
+    if (!byKind) this.#headerCache.set(creds, byKind = new Map());
+    let headers = byKind.get(id);
+    if (headers) return headers;
+    const h: Record<string, string> = {
+      ...creds.headers,
+      "Accept": accept,
+      "User-Agent": this.#options.userAgent,
+      ...(encoding ? { "Accept-Encoding": encoding } : {}),
+      ...(type ? { "Content-Type": type } : {}),
+    };
+    // A list keeps repeated headers (Impersonate-Group…) apart, as client-go sends them.
+    headers = creds.repeatedHeaders
+      ? [...Object.entries(h), ...creds.repeatedHeaders.map(([k, v]) => [k, v] as [string, string])]
+      : h;
+    byKind.set(id, headers);
+    return headers;
+  }
+
+  /**
+   * A signal that aborts `timeoutMs` from now. Long deadlines are shared: requests whose
+   * deadlines fall into the same tenth of the deadline (at most a second) get one timer
+   * between them, which fires up to that much late, instead of one timer each.
+   */
+  #deadline(timeoutMs: number): AbortSignal {
+    if (timeoutMs < 2_000) return AbortSignal.timeout(timeoutMs);
+    const step = Math.min(1_000, Math.floor(timeoutMs / 10));
+    const now = performance.now();
+    const slot = Math.ceil((now + timeoutMs) / step);
+    const id = `${step}:${slot}`;
+    let signal = this.#deadlines.get(id);
+    if (!signal) {
+      // Slots are made in time order: the oldest have fired and are dropped.
+      for (const [k, s] of this.#deadlines) {
+        if (!s.aborted) break;
+        this.#deadlines.delete(k);
+      }
+      signal = AbortSignal.timeout(Math.max(0, Math.ceil(slot * step - now)));
+      this.#deadlines.set(id, signal);
+    }
+    return signal;
+  }
+
+  /** `AbortSignal.any([signal, timeout])`, made once per pair (a reconcile's writes share it). */
+  #either(signal: AbortSignal, timeout: AbortSignal): AbortSignal {
+    const last = this.#combined.get(signal);
+    if (last?.timeout === timeout) return last.either;
+    const either = AbortSignal.any([signal, timeout]);
+    this.#combined.set(signal, { timeout, either });
+    return either;
   }
 
   /**

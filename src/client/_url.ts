@@ -25,13 +25,12 @@ export interface PathParts {
  * @throws {TypeError} When a subresource is given without a name.
  */
 export function resourcePath(res: Resource, parts: PathParts = {}): string {
-  let path = res.group === ""
-    ? `/api/${encodeURIComponent(res.version)}`
-    : `/apis/${encodeURIComponent(res.group)}/${encodeURIComponent(res.version)}`;
+  const seg = segmentsOf(res);
+  let path = seg.base;
   if (res.namespaced && parts.namespace) {
     path += `/namespaces/${encodeURIComponent(parts.namespace)}`;
   }
-  path += `/${encodeURIComponent(res.plural)}`;
+  path += seg.plural;
   if (parts.name !== undefined) {
     if (parts.name === "") throw new TypeError(`Cannot address ${res.kind}: name is empty`);
     path += `/${encodeURIComponent(parts.name)}`;
@@ -43,6 +42,23 @@ export function resourcePath(res: Resource, parts: PathParts = {}): string {
     path += `/${encodeURIComponent(parts.subresource)}`;
   }
   return path;
+}
+
+// A resource's encoded group/version and plural, built once per resource object (its
+// group, version and plural do not change) rather than encoded again for every request.
+const segments = new WeakMap<Resource, { base: string; plural: string }>();
+function segmentsOf(res: Resource): { base: string; plural: string } {
+  let seg = segments.get(res);
+  if (!seg) {
+    seg = {
+      base: res.group === ""
+        ? `/api/${encodeURIComponent(res.version)}`
+        : `/apis/${encodeURIComponent(res.group)}/${encodeURIComponent(res.version)}`,
+      plural: `/${encodeURIComponent(res.plural)}`,
+    };
+    segments.set(res, seg);
+  }
+  return seg;
 }
 
 /**

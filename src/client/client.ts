@@ -809,13 +809,24 @@ export class Client implements Disposable {
 }
 
 function writeQuery(client: Client, options: WriteOptions, force?: boolean): string {
-  return queryString({
-    fieldManager: options.fieldManager ?? client.fieldManager,
-    fieldValidation: options.fieldValidation,
-    dryRun: options.dryRun ? "All" : undefined,
-    force: force === true,
-  });
+  const fieldManager = options.fieldManager ?? client.fieldManager;
+  const validation = options.fieldValidation;
+  // The same few combinations for every write of a client: built once each.
+  const id = `${fieldManager}\0${validation ?? ""}\0${options.dryRun ? 1 : 0}${force ? 1 : 0}`;
+  let q = writeQueries.get(id);
+  if (q === undefined) {
+    q = queryString({
+      fieldManager,
+      fieldValidation: validation,
+      dryRun: options.dryRun ? "All" : undefined,
+      force: force === true,
+    });
+    if (writeQueries.size >= 64) writeQueries.clear();
+    writeQueries.set(id, q);
+  }
+  return q;
 }
+const writeQueries = new Map<string, string>();
 
 function withTypeMeta<T extends KubeObject>(res: Resource, obj: T): T {
   if (obj.apiVersion && obj.kind) return obj;

@@ -24,6 +24,7 @@ import type { CacheGetOptions, CacheListOptions, CacheReader } from "../cache/re
 import { objectKey } from "../../core/object_key.ts";
 import { compareResourceVersions, type WriteMemory } from "./_write_memory.ts";
 import type { OwnWrite, OwnWriteOp } from "./_own_writes.ts";
+import { dataCopy } from "../../util/freeze.ts";
 
 /** A write the server answered, as the context reports it to {@linkcode Tracking}. */
 export interface TrackedWrite {
@@ -216,7 +217,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     kind: Resource<any>,
     obj: O,
   ): O => {
-    const desired = structuredClone(obj);
+    const desired = dataCopy(obj);
     desired.apiVersion ??= kind.apiVersion;
     desired.kind ??= kind.kind;
     if (kind.namespaced && !desired.metadata.namespace && m.namespace) {
@@ -298,7 +299,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
       // cache: applying it again is the echo of its own write, and would change nothing.
       const mine = init.owned?.(kind, name, namespace);
       if (mine && init.memory?.applyUnchanged(mine.key, desired, mine.cached)) {
-        return structuredClone(mine.cached) as U;
+        return dataCopy(mine.cached) as U;
       }
       const out = await write(
         kind,
@@ -321,7 +322,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     },
     update<U extends KubeObject>(kind: Resource<U>, obj: U): Promise<U> {
       const target = targetOf(kind, obj, undefined);
-      const body = structuredClone(obj);
+      const body = dataCopy(obj);
       if (kind.namespaced) body.metadata.namespace = target.namespace;
       // The primary as the reconcile holds it may be older than this context's own last
       // write of it: that write's version, never a stale one.

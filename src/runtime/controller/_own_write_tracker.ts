@@ -13,7 +13,7 @@
 //   if not, the key waits (without a worker) until it does or `lagTimeoutMs` passes.
 import type { Clock, TimerId } from "../../util/clock.ts";
 import type { Logger } from "../../util/log.ts";
-import { deepFreeze } from "../../util/freeze.ts";
+import { frozenCopy } from "../../util/freeze.ts";
 import { kindKey, parseKindKey } from "../../core/kind_key.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { objectKey, parseObjectKey } from "../../core/object_key.ts";
@@ -310,8 +310,9 @@ export class OwnWriteTracker {
       rv: answer?.metadata.resourceVersion,
       base: w.base,
       uid: w.uid,
-      // What ctx.cache shows until the cache has it; the primary is the context's own.
-      object: answer && !isPrimary ? deepFreeze(structuredClone(answer)) : undefined,
+      // What ctx.cache shows until the cache has it; the primary is the context's own. A copy:
+      // the reconcile gets `answer` itself back and may change it.
+      object: answer && !isPrimary ? frozenCopy(answer) : undefined,
       at: this.#init.clock.now(),
     });
   }

@@ -117,6 +117,7 @@ import { runTrigger } from "../source/external_triggers.ts";
 import { Background } from "../source/background.ts";
 import { activeLink, inSpan, tracing } from "../../util/trace.ts";
 import { TriggerLinks } from "./_trigger_links.ts";
+import { dataCopy } from "../../util/freeze.ts";
 
 export type {
   BackgroundSample,
@@ -867,7 +868,7 @@ export class ControllerRuntime<T extends KubeObject> {
     this.#inFlight.set(key, cached);
     // The reconcile's own copy: it may change it; the frozen cached object stays as the
     // server's state that "nothing changed" is judged against.
-    const obj = structuredClone(cached);
+    const obj = dataCopy(cached);
     // Bounded by `timeoutMs`: past it the attempt's signal aborts, its context refuses to
     // write, and this worker stops waiting for it (it settles as a TimeoutError, retried
     // after the key's backoff); however the abandoned call ends later is ignored.
@@ -993,7 +994,7 @@ export class ControllerRuntime<T extends KubeObject> {
         ev.type === "cleanup"
           ? c.finalize!(ev.object, ctx)
           // After the add: the server's answer, which is also the context's own state.
-          : c.reconcile(ev.object === obj ? obj : structuredClone(ev.object), ctx),
+          : c.reconcile(ev.object === obj ? obj : dataCopy(ev.object), ctx),
       { write: (patch) => handle.patchPrimary(patch) },
     );
   }
