@@ -19,8 +19,10 @@ const { values: args } = parseArgs({
     kubeconfig: { type: "string" },
     namespace: { type: "string", default: "default" },
     metadata: { type: "boolean", default: false },
-    // "list" (paged, kubeno's default) or "watchList" (KEP-3157 streaming).
-    "initial-sync": { type: "string", default: "list" },
+    // "list" (paged) or "watchList" (KEP-3157 streaming); the informer's default if absent.
+    "initial-sync": { type: "string" },
+    // Objects per list page (the informer's pageSize; 0 lists in one page).
+    "page-size": { type: "string" },
   },
 });
 if (Deno.env.get("KUBENO_BENCH_WARMUP")) Deno.exit(0);
@@ -38,10 +40,12 @@ function memory(): { rssKiB: number; heapBytes: number } {
 
 const client = await createClient({ kubeconfig: args.kubeconfig });
 const before = memory();
-const initialSync = args["initial-sync"] as "list" | "watchList";
+const initialSync = args["initial-sync"] as "list" | "watchList" | undefined;
+const pageSize = args["page-size"] === undefined ? undefined : Number(args["page-size"]);
+const options = { client, namespace: args.namespace, initialSync, pageSize };
 const cms = args.metadata
-  ? informer(metadataOnly(ConfigMap), { client, namespace: args.namespace, initialSync })
-  : informer(ConfigMap, { client, namespace: args.namespace, initialSync });
+  ? informer(metadataOnly(ConfigMap), options)
+  : informer(ConfigMap, options);
 const start = performance.now();
 cms.start();
 await cms.synced();

@@ -24,8 +24,8 @@ export type WatchState<T extends KubeObject> =
   /** Sync by a watch-list: the next step opens it. */
   | { readonly phase: "sync-watch-list"; readonly expiredBefore: boolean }
   /**
-   * A watch-list streams its initial events into `objects`; each step takes one, and its
-   * end bookmark yields `relisted` and makes the same request the watch.
+   * A watch-list streams its initial events into `objects`; each step takes one batch of
+   * them, and the end bookmark yields `relisted` and makes the same request the watch.
    */
   | {
     readonly phase: "initial-events";
@@ -131,26 +131,37 @@ async function advance<T extends KubeObject>(
       return { next: { phase: "initial-events", request, objects, expiredBefore } };
     }
     case "initial-events": {
+      // Every event of the batch at hand in one synchronous loop: a watch-list streams tens
+      // of thousands of them, and a promise each cost more than decoding them.
       const { request, objects } = state;
-      const next = await request.next();
-      if (next.done) {
-        request.close();
-        return pagedInstead(ctx, state);
+      let ev = request.take();
+      if (ev === undefined) {
+        if (!await request.fill()) {
+          request.close();
+          return pagedInstead(ctx, state);
+        }
+        ev = request.take()!;
       }
-      const ev = next.value;
-      if (ev.type === "ERROR") return errorEvent(ctx, state, ev);
       // Initial events carry their objects' own versions, not a point to resume from.
       progress(ctx, undefined);
-      if (ev.type !== "BOOKMARK") objects.apply(ev.type, ev.object);
-      if (ev.type !== "BOOKMARK" || !isInitialEventsEnd(ev.object)) return { next: state };
-      const resourceVersion = ev.object.metadata.resourceVersion ?? "";
-      const tracked = progress(ctx, resourceVersion);
-      ctx.stats.lists++;
-      ctx.stats.state = "watching";
-      return {
-        next: { phase: "watching", request, resourceVersion: tracked, expiredBefore },
-        output: { type: "relisted", objects: objects.objects(), resourceVersion },
-      };
+      for (; ev !== undefined; ev = request.take()) {
+        if (ev.type === "ERROR") return errorEvent(ctx, state, ev);
+        if (ev.type !== "BOOKMARK") {
+          objects.apply(ev.type, ev.object);
+          continue;
+        }
+        if (!isInitialEventsEnd(ev.object)) continue;
+        const resourceVersion = ev.object.metadata.resourceVersion ?? "";
+        const tracked = progress(ctx, resourceVersion);
+        ctx.stats.lists++;
+        ctx.stats.state = "watching";
+        // Events after the bookmark stay in the request's batch, for the watch to take.
+        return {
+          next: { phase: "watching", request, resourceVersion: tracked, expiredBefore },
+          output: { type: "relisted", objects: objects.objects(), resourceVersion },
+        };
+      }
+      return { next: state };
     }
     case "watch": {
       ctx.stats.state = "watching";

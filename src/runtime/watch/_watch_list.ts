@@ -22,21 +22,31 @@ export function isWatchListRejected(err: unknown): boolean {
 }
 
 /**
- * The objects of the initial events, keyed like the store. The server sends only ADDED
- * events before the end bookmark, but applying MODIFIED and DELETED too costs nothing and
- * keeps the set right if a server ever interleaves them.
+ * The objects of the initial events. The server sends only ADDED events before the end
+ * bookmark, so they are kept in a plain array, in the order sent; should a server ever
+ * interleave MODIFIED or DELETED events, the set is keyed like the store from then on and
+ * stays right.
  */
 export class InitialEvents<T extends KubeObject> {
-  readonly #objects = new Map<string, T>();
+  readonly #added: T[] = [];
+  #keyed: Map<string, T> | undefined;
 
   /** Applies one event received before the end bookmark. */
   apply(type: "ADDED" | "MODIFIED" | "DELETED", obj: T): void {
-    if (type === "DELETED") this.#objects.delete(objectKey(obj));
-    else this.#objects.set(objectKey(obj), obj);
+    if (type === "ADDED" && !this.#keyed) {
+      this.#added.push(obj);
+      return;
+    }
+    if (!this.#keyed) {
+      this.#keyed = new Map();
+      for (const o of this.#added) this.#keyed.set(objectKey(o), o);
+    }
+    if (type === "DELETED") this.#keyed.delete(objectKey(obj));
+    else this.#keyed.set(objectKey(obj), obj);
   }
 
   /** The objects, in the order the server first sent them. */
   objects(): T[] {
-    return [...this.#objects.values()];
+    return this.#keyed ? [...this.#keyed.values()] : this.#added;
   }
 }

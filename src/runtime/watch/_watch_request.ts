@@ -1,6 +1,7 @@
-// One open watch request, held by the state machine between steps: it takes one event per
-// step, under a watchdog that only counts while the stream waits for the server.
-import type { RawWatchEvent } from "../../client/types.ts";
+// One open watch request, held by the state machine between steps. Events arrive in batches
+// (every event one read of the stream completed); a step takes them from the batch without
+// waiting, and waits — under a watchdog that only counts then — only for the next batch.
+import type { RawWatchEvent, RawWatchOptions } from "../../client/types.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { Watchdog } from "./_deadline.ts";
 import { openRequest, STALLED, stalled, stallMs, type WatchContext } from "./_context.ts";
@@ -11,7 +12,10 @@ export class WatchRequest<T extends KubeObject> {
   readonly #ctl = new AbortController();
   readonly #close: () => void;
   readonly #dog: Watchdog;
-  readonly #it: AsyncIterator<RawWatchEvent<T>>;
+  readonly #it: AsyncIterator<RawWatchEvent<T>[]>;
+  /** The batch being taken from, and the index of its next event. */
+  #batch: RawWatchEvent<T>[] = [];
+  #at = 0;
   readonly #started: number;
   /**
    * Rejects with the signal's reason once the request is aborted. One promise for the whole
@@ -37,7 +41,7 @@ export class WatchRequest<T extends KubeObject> {
     const sync = "sync" in from;
     const { namespace, labelSelector, fieldSelector, shardSelector, timeoutSeconds } = ctx.options;
     try {
-      this.#it = ctx.client.watchEvents(ctx.resource, {
+      const options: RawWatchOptions = {
         namespace,
         labelSelector,
         fieldSelector,
@@ -50,7 +54,11 @@ export class WatchRequest<T extends KubeObject> {
         timeoutSeconds: timeoutSeconds ?? 300 + Math.floor(Math.random() * 300),
         signal: this.#ctl.signal,
         onConnected: () => this.#connected = true,
-      })[Symbol.asyncIterator]();
+      };
+      const client = ctx.client;
+      this.#it = (client.watchEventBatches
+        ? client.watchEventBatches<T>(ctx.resource, options)
+        : singletons(client.watchEvents<T>(ctx.resource, options)))[Symbol.asyncIterator]();
     } catch (err) {
       this.close();
       throw err;
@@ -68,13 +76,24 @@ export class WatchRequest<T extends KubeObject> {
   }
 
   /**
-   * The next event, or `done` when the server ended the watch. The watchdog counts from the
-   * call, and stops once the event arrived: a consumer busy with it is no stall.
+   * The next event already received, without waiting: the rest of the last batch.
    *
+   * @returns The event, or `undefined` when the batch is used up (see {@linkcode fill}).
+   */
+  take(): RawWatchEvent<T> | undefined {
+    return this.#at < this.#batch.length ? this.#batch[this.#at++] : undefined;
+  }
+
+  /**
+   * Waits for the next batch of events, for {@linkcode take} to hand out. The watchdog
+   * counts from the call, and stops once the batch arrived: a consumer busy with it is no
+   * stall.
+   *
+   * @returns `false` when the server ended the watch.
    * @throws {WatchError} `Stalled` when nothing arrived within the stall timeout.
    * @throws {unknown} Whatever the request failed with, or the stream signal's reason.
    */
-  async next(): Promise<IteratorResult<RawWatchEvent<T>>> {
+  async fill(): Promise<boolean> {
     this.#dog.poke();
     try {
       const signal = this.#ctl.signal;
@@ -82,12 +101,31 @@ export class WatchRequest<T extends KubeObject> {
       const pending = this.#it.next();
       pending.catch(() => {});
       const next = await Promise.race([pending, this.#aborted]);
-      if (!next.done) this.#events++;
       this.#dog.suspend();
-      return next;
+      if (next.done) return false;
+      this.#batch = next.value;
+      this.#at = 0;
+      this.#events += next.value.length;
+      return true;
     } catch (err) {
       throw this.#dog.fired ? stalled(this.#ctx, "watch") : err;
     }
+  }
+
+  /**
+   * The next event, from the batch at hand or else the next one.
+   *
+   * @returns The event, or `done` when the server ended the watch.
+   * @throws {WatchError} `Stalled` when nothing arrived within the stall timeout.
+   * @throws {unknown} Whatever the request failed with, or the stream signal's reason.
+   */
+  async next(): Promise<IteratorResult<RawWatchEvent<T>>> {
+    let ev = this.take();
+    while (ev === undefined) {
+      if (!await this.fill()) return { done: true, value: undefined };
+      ev = this.take();
+    }
+    return { done: false, value: ev };
   }
 
   /** Ends the request at once; closing again does nothing. */
@@ -99,4 +137,9 @@ export class WatchRequest<T extends KubeObject> {
     // Closing the client's iterator ends its request; the abort above already cut it.
     this.#it?.return?.().catch(() => {});
   }
+}
+
+/** The events of a client without batches, a batch each. */
+async function* singletons<E>(events: AsyncIterable<E>): AsyncGenerator<E[]> {
+  for await (const ev of events) yield [ev];
 }

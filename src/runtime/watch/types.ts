@@ -85,6 +85,15 @@ export interface WatchClient {
     options: RawWatchOptions,
   ): AsyncIterable<RawWatchEvent<T>>;
   /**
+   * One watch request as `watchEvents`, its events in batches (never empty): every event
+   * one read of the stream completed. Used when present, so that the many initial events of
+   * a watch-list are taken in a synchronous loop per batch rather than a promise each.
+   */
+  watchEventBatches?<T extends KubeObject>(
+    resource: Resource<T>,
+    options: RawWatchOptions,
+  ): AsyncIterable<RawWatchEvent<T>[]>;
+  /**
    * Closes pooled connections so that the next request opens a new one. Called after a
    * stall: over HTTP/2 the restarted watch would otherwise share the dead connection.
    */
