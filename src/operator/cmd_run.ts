@@ -292,6 +292,11 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   using hub = await connect(ctx, { onRequest: metrics.onRequest });
   using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
   const perCluster = clusterMetrics(metrics.registry);
+  // Replicas (`operator({ fleet, sharding })`): the members are spread over them through the
+  // hub's Leases, one per member, in the operator's namespace (see _run_settings.ts).
+  const sh = settings.sharding;
+  const identity = sh && (sh.identity ?? hostIdentity());
+  let lost: string | undefined;
   const fleet = createFleet({
     controllers: ctx.def.controllers,
     clusters: fleetDef.clusters,
@@ -301,9 +306,23 @@ async function runFleet(ctx: CommandContext): Promise<number> {
     unreachableAfterMs: fleetDef.unreachableAfterMs,
     disengageTimeoutMs: settings.shutdownTimeoutMs,
     metrics: (cluster) => perCluster.hooks(cluster),
+    ...(sh && identity
+      ? {
+        sharding: {
+          name: sh.name,
+          namespace: sh.namespace ?? runPlace(ctx, hub, settings).namespace,
+          identity,
+          leaseDurationMs: sh.leaseDurationMs,
+          renewDeadlineMs: sh.renewDeadlineMs,
+          retryPeriodMs: sh.retryPeriodMs,
+          onLost: (reason: string) => void (lost = reason),
+        },
+      }
+      : {}),
     clientOptions: {
       fieldManager: ctx.def.name,
-      userAgent: `${ctx.def.name}/${ctx.def.version} kubeno`,
+      // With replicas, the identity tells them apart in a member's audit log.
+      userAgent: `${ctx.def.name}/${ctx.def.version} kubeno${identity ? ` (${identity})` : ""}`,
     },
     manager: settings.watchNamespaces.length ? { namespaces: settings.watchNamespaces } : {},
     // The fleet logs each engage and disengage itself ("Disengaged cluster member-1: ...").
@@ -337,9 +356,23 @@ async function runFleet(ctx: CommandContext): Promise<number> {
       provider: fleetDef.clusters.name,
     });
     await fleet.start(signals.signal);
+    if (lost !== undefined) {
+      // Another replica may take this one's members: exit 1, the pod restarts as a new member.
+      ctx.err(`${ctx.def.name}: Lost the membership among the fleet's replicas: ${lost}; exiting`);
+      return EXIT.failure;
+    }
     log.info("Every cluster disengaged; stopped");
     return EXIT.ok;
   } finally {
     served.abort();
   }
+}
+
+/** A replica's identity when neither `--shard-identity` nor `POD_NAME` gives one. */
+function hostIdentity(): string {
+  let host = "kubeno";
+  try {
+    host = Deno.hostname();
+  } catch { /* no --allow-sys */ }
+  return `${host}-${crypto.randomUUID().slice(0, 8)}`;
 }
