@@ -42,7 +42,7 @@
 import { EXIT } from "../util/args.ts";
 import { fleetOperatorMetrics, operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import { operatorProbes } from "./_run_runnables.ts";
-import { type Command, type CommandContext, connect } from "./_command.ts";
+import { type Command, type CommandContext, connect, operatorNamespace } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
 import { awaitApiServer } from "./_startup.ts";
@@ -293,7 +293,8 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
   const perCluster = clusterMetrics(metrics.registry);
   // Replicas (`operator({ fleet, sharding })`): the members are spread over them through the
-  // hub's Leases, one per member, in the operator's namespace (see _run_settings.ts).
+  // hub's Leases, one per member, in the operator's namespace (--namespace, else POD_NAMESPACE,
+  // else the operator's namespace option, else <name>-system).
   const sh = settings.sharding;
   const identity = sh && (sh.identity ?? hostIdentity());
   let lost: string | undefined;
@@ -310,7 +311,9 @@ async function runFleet(ctx: CommandContext): Promise<number> {
       ? {
         sharding: {
           name: sh.name,
-          namespace: sh.namespace ?? runPlace(ctx, hub, settings).namespace,
+          // Where `manifests` grants them, in or out of a cluster: the hub needs that
+          // namespace anyway (the operator's ServiceAccount and Role live there).
+          namespace: sh.namespace ?? operatorNamespace(ctx),
           identity,
           leaseDurationMs: sh.leaseDurationMs,
           renewDeadlineMs: sh.renewDeadlineMs,
