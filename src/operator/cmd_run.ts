@@ -123,7 +123,10 @@ generated Deployment sets them from its limit, so no restart is needed there.
 A fleet operator (operator({ fleet })) treats the cluster of --kubeconfig as the hub and
 runs the controllers on every member its provider names. /readyz passes once the hub's
 caches synced; "/readyz?verbose" lists each member (ready, not synced, unhealthy, failed)
-without failing on one. SIGINT/SIGTERM disengage every member, then exit 0.`,
+without failing on one. SIGINT/SIGTERM disengage every member, then exit 0. With sharding
+(operator({ fleet, sharding })) the replicas share the members, one Lease per member on the hub
+in the operator's namespace: each member is engaged by one replica at a time, and disengaged
+(drained) by it before another takes it; --shard-* flags as above.`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     if (ctx.def.fleet) return await runFleet(ctx);
