@@ -45,7 +45,9 @@ import { operatorProbes } from "./_run_runnables.ts";
 import { type Command, type CommandContext, connect, operatorNamespace } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
-import { awaitApiServer } from "./_startup.ts";
+import { awaitApiServer, startupSetting } from "./_startup.ts";
+import { firstLine } from "../util/cli_io.ts";
+import { ConnectionError } from "../client/api_error.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
@@ -336,8 +338,16 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   });
   const probes = new HealthChecks();
   probes.addHealthz("ping", () => {});
-  probes.addReadyz("clusters", fleet.readyzCheck());
+  // Until the hub answered, `/readyz` fails on this check (and `clusters` has nothing yet).
+  let hubReached = false;
+  probes.addReadyz("hub", () => {
+    if (!hubReached) throw new Error(`Waiting for the hub's API server ${hub.server}`);
+  });
+  const clustersCheck = fleet.readyzCheck();
+  probes.addReadyz("clusters", clustersCheck);
   const served = new AbortController();
+  const syncStop = new AbortController();
+  let syncTimer: ReturnType<typeof setTimeout> | undefined;
   try {
     if (settings.healthAddress) {
       const endpoint = await serveProbes(probes, {
@@ -361,7 +371,43 @@ async function runFleet(ctx: CommandContext): Promise<number> {
       count: ctx.def.controllers.length,
       provider: fleetDef.clusters.name,
     });
-    await fleet.start(signals.signal);
+    // As a single cluster's start-up: an unreachable or starting hub (refused connections,
+    // timeouts, 429, 5xx) is waited out with back-off, logged once per change, while /healthz
+    // passes and /readyz fails, up to --startup-timeout; that also bounds the first sync of the
+    // hub's caches (hubReads). The members are not waited for: each is engaged on its own.
+    const wait = new ApiServerWait({
+      timeoutMs: settings.startupTimeoutMs,
+      flag: "--startup-timeout",
+      server: hub.server,
+      signal: signals.signal,
+    });
+    try {
+      await wait.run((signal) =>
+        hub.request("GET", "/readyz", { signal }).catch((err) => {
+          // `/readyz` answers "ok", not JSON: that is the answer we wait for.
+          if (err instanceof ConnectionError && /invalid JSON/.test(err.message)) return;
+          throw err;
+        })
+      );
+    } catch (err) {
+      if (signals.signal.aborted) return EXIT.ok;
+      throw err;
+    }
+    hubReached = true;
+    syncTimer = setTimeout(() => {
+      try {
+        clustersCheck();
+      } catch (err) {
+        ctx.err(
+          `${ctx.def.name}: Hub caches did not sync within the start-up timeout (${
+            startupSetting(settings.startupTimeoutMs)
+          }): ${firstLine(err)}`,
+        );
+        syncStop.abort();
+      }
+    }, wait.remainingMs);
+    await fleet.start(AbortSignal.any([signals.signal, syncStop.signal]));
+    if (syncStop.signal.aborted) return EXIT.failure;
     if (lost !== undefined) {
       // Another replica may take this one's members: exit 1, the pod restarts as a new member.
       ctx.err(`${ctx.def.name}: Lost the membership among the fleet's replicas: ${lost}; exiting`);
@@ -370,6 +416,7 @@ async function runFleet(ctx: CommandContext): Promise<number> {
     log.info("Every cluster disengaged; stopped");
     return EXIT.ok;
   } finally {
+    clearTimeout(syncTimer);
     served.abort();
   }
 }
