@@ -16,6 +16,7 @@ import { Registry } from "../src/metrics/registry.ts";
 import { startExample, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 
 /** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
 async function watches(cp: ControlPlane, resource: string): Promise<number> {
@@ -423,6 +424,56 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
           /^fleet-operator: Gave up after waiting 2s for the Kubernetes API server/,
         );
         console.log(`hub never reachable, --startup-timeout=2s: exit ${out.code}, "${last}"`);
+      },
+    );
+
+    await t.step(
+      "`install` on a fleet operator: the CRDs on every member; an unreachable member is one error line",
+      async () => {
+        // Install writes CRDs: the members' Secrets carry admin kubeconfigs here (the operator's
+        // member token from `manifests --member` may not create CRDs).
+        await hub.delete(Secret, "member-1", { namespace: FLEET_NAMESPACE });
+        await register(hub, "admin-1", await Deno.readTextFile(m1.kubeconfigPath));
+        await register(hub, "admin-2", await Deno.readTextFile(m2.kubeconfigPath));
+        await register(
+          hub,
+          "gone",
+          (await Deno.readTextFile(m1.kubeconfigPath)).replace(
+            m1.server,
+            `https://127.0.0.1:${freePort()}`,
+          ),
+        );
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--quiet",
+            "tests/fixtures/fleet_widget_operator.ts",
+            "install",
+            "--kubeconfig",
+            hubCp.kubeconfigPath,
+            "--timeout=3s",
+          ],
+          cwd: new URL("../", import.meta.url).pathname,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const stdout = new TextDecoder().decode(out.stdout).trim().split("\n");
+        const errors = new TextDecoder().decode(out.stderr).trim().split("\n")
+          .filter((l) => l.startsWith("fleet-widget-operator: "));
+        console.log(`install on the fleet: exit ${out.code}\n${[...stdout, ...errors].join("\n")}`);
+        assert.equal(out.code, 1);
+        const crd = "customresourcedefinition.apiextensions.k8s.io/widgets.widgets.kubeno.dev";
+        assert.deepEqual(stdout, [`admin-1: ${crd} applied`, `admin-2: ${crd} applied`]);
+        assert.equal(errors.length, 1, errors.join("\n"));
+        assert.match(errors[0], /^fleet-widget-operator: Cannot install on cluster "gone": /);
+        for (const c of [c1, c2]) {
+          const got = await c.get(CustomResourceDefinition, "widgets.widgets.kubeno.dev");
+          assert.equal(got.metadata.name, "widgets.widgets.kubeno.dev");
+        }
+        for (const name of ["admin-1", "admin-2", "gone"]) {
+          await hub.delete(Secret, name, { namespace: FLEET_NAMESPACE });
+        }
       },
     );
   } finally {
