@@ -81,6 +81,8 @@ export const fleetProgram = operator({
   name: "fleet-operator",
   namespace: FLEET_NAMESPACE,
   controllers: [pushSettings],
+  // Two replicas share the members: one Lease per member in fleet-system on the hub.
+  sharding: { replicas: 2 },
   fleet: {
     clusters: kubeconfigSecrets({ namespace: FLEET_NAMESPACE }),
     hubReads: [ConfigMap],

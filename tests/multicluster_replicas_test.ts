@@ -1,165 +1,239 @@
-// Clusters over replicas: two fleet replicas split four members 2/2 through the hub's Leases
-// (the shard coordinator's named shards: one Lease per cluster name). B joins after A engaged
-// all four: the two that move to B are disengaged (drained) by A before B engages them, and
-// the two A keeps never leave it. Replica A runs in this process,
-// replica B in a child process that is SIGKILLed. Each member is engaged by exactly one
-// replica at a time (sampled all along) and no member's reconciles of the two replicas
-// overlap (their audit lines); B's members move to A within the Lease duration plus the retry
-// period of its last renewal. The four members are four names for one API server (the hub's
-// own): five control planes would not fit the machine these tests share.
+// Clusters over replicas, with the operator program: two processes of
+// `deno run -A examples/fleet.ts run` (as the README runs it, `operator({ fleet, sharding })`)
+// share four members through the hub's Leases (one per member). What each member saw comes
+// from the API server's audit log: every member's kubeconfig is its own user (`member-a`...),
+// and each replica's user agent carries its `--shard-identity`, so an audit event names the
+// member and the replica that wrote. Each member may write only its own Namespace's
+// `fleet-settings` (a Role per member); the hub's settings change every 250 ms, which
+// re-queues every member's Namespaces, so the members keep reconciling and writing. Checked:
+//
+// - each member's writes, in the API server's order, form one run per owner: replica-1 only
+//   for the members it kept, replica-1 → replica-2 → replica-1 for those that moved (drained
+//   before the hand-off, and no interleaving, i.e. never reconciled by both at once);
+// - SIGKILL of replica-2: its members are written by replica-1 again within the Lease duration
+//   plus the retry period, plus slack for sampling the audit log (100 ms), engaging the member
+//   (client, informer sync) and the first reconcile (3 s allowed). The hand-off is reported.
+//
+// The four members are four users of one API server (the hub's own): five control planes do
+// not fit the machine these tests share.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
-import { fleetReplica, LEASE_MS, REPLICA_NAMESPACE, RETRY_MS } from "./_fleet_replica_options.ts";
-import { waitFor } from "./_helpers.ts";
+import { FLEET_NAMESPACE, SYNC_LABEL } from "../examples/fleet.ts";
+import { freePort } from "../src/testing/process.ts";
+import { startExample, waitFor } from "./_helpers.ts";
 
-const MEMBERS = ["member-a", "member-b", "member-c", "member-d"];
+const MEMBERS = ["a", "b", "c", "d"];
+const LEASE_MS = 4_000;
+const RETRY_MS = 500;
+/** Audit-log sampling (100 ms), engaging the member and its first reconcile. */
+const SLACK_MS = 3_000;
 
-interface Interval {
+interface Write {
+  member: string;
   replica: string;
-  cluster: string;
-  start: number;
-  end: number;
+  at: number;
 }
 
-Deno.test("two replicas split four members; a SIGKILLed replica's members move", async () => {
-  await using cp = await startControlPlane();
+Deno.test("two operator processes share four members; a SIGKILLed one's members move", async () => {
+  const auditDir = await Deno.makeTempDir({ prefix: "kubeno-audit-" });
+  const auditLog = `${auditDir}/audit.log`;
+  await Deno.writeTextFile(
+    `${auditDir}/policy.yaml`,
+    [
+      "apiVersion: audit.k8s.io/v1",
+      "kind: Policy",
+      "omitStages: [RequestReceived]",
+      "rules:",
+      "  - level: Metadata",
+      "    verbs: [patch]",
+      '    resources: [{ group: "", resources: ["configmaps"] }]',
+      "  - level: None",
+    ].join("\n") + "\n",
+  );
+  await using cp = await startControlPlane({
+    apiServerFlags: [
+      `--audit-policy-file=${auditDir}/policy.yaml`,
+      `--audit-log-path=${auditLog}`,
+      "--audit-log-mode=blocking",
+    ],
+  });
   using hub = await createClient({ kubeconfig: cp.kubeconfigPath });
-  await hub.create(Namespace, { metadata: { name: REPLICA_NAMESPACE } });
-  const text = await Deno.readTextFile(cp.kubeconfigPath);
-  for (const name of MEMBERS) {
+  await hub.create(Namespace, { metadata: { name: FLEET_NAMESPACE } });
+  await hub.create(ConfigMap, {
+    metadata: { name: "fleet-settings", namespace: FLEET_NAMESPACE },
+    data: { mode: "fast" },
+  });
+  // Every member reads everything and records Events; it writes ConfigMaps in its own team only.
+  const RBAC = "rbac.authorization.k8s.io";
+  const objects: Record<string, unknown>[] = [
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: "ClusterRole",
+      metadata: { name: "fleet-member-read" },
+      rules: [
+        {
+          apiGroups: [""],
+          resources: ["namespaces", "configmaps"],
+          verbs: ["get", "list", "watch"],
+        },
+        { apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+      ],
+    },
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: "ClusterRoleBinding",
+      metadata: { name: "fleet-member-read" },
+      roleRef: { apiGroup: RBAC, kind: "ClusterRole", name: "fleet-member-read" },
+      subjects: [{ apiGroup: RBAC, kind: "Group", name: "fleet-members" }],
+    },
+  ];
+  for (const m of MEMBERS) {
+    const ns = `team-${m}`;
+    await hub.create(Namespace, { metadata: { name: ns, labels: { [SYNC_LABEL]: "true" } } });
+    objects.push({
+      apiVersion: `${RBAC}/v1`,
+      kind: "Role",
+      metadata: { name: "fleet-member-write", namespace: ns },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create", "patch", "update"] }],
+    }, {
+      apiVersion: `${RBAC}/v1`,
+      kind: "RoleBinding",
+      metadata: { name: "fleet-member-write", namespace: ns },
+      roleRef: { apiGroup: RBAC, kind: "Role", name: "fleet-member-write" },
+      subjects: [{ apiGroup: RBAC, kind: "User", name: `member-${m}` }],
+    });
+    const kubeconfig = await cp.writeKubeconfig({ user: `member-${m}`, groups: ["fleet-members"] });
     await hub.create(Secret, {
       metadata: {
-        name,
-        namespace: REPLICA_NAMESPACE,
+        name: `member-${m}`,
+        namespace: FLEET_NAMESPACE,
         labels: { [KUBECONFIG_SECRET_LABEL]: "true" },
       },
-      data: { kubeconfig: btoa(text) },
+      data: { kubeconfig: btoa(await Deno.readTextFile(kubeconfig)) },
     });
   }
-  await hub.create(ConfigMap, {
-    metadata: { name: "poke", namespace: REPLICA_NAMESPACE, labels: { audit: "true" } },
-    data: { n: "0" },
-  });
+  await Deno.writeTextFile(
+    `${auditDir}/rbac.json`,
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+  );
+  const applied = await cp.kubectl("apply", "-f", `${auditDir}/rbac.json`);
+  assert.equal(applied.code, 0, applied.stderr);
 
-  const intervals: Interval[] = [];
-  const owned: Record<string, Set<string>> = { a: new Set(), b: new Set() };
-  // Engage/disengage lines in the order they reached this process.
-  const events: string[] = [];
-  const record = (replica: string) => (line: string) => {
-    const [what, cluster, start, end] = line.split(" ");
-    if (what === "engaged" || what === "disengaged") events.push(`${replica} ${what} ${cluster}`);
-    if (what === "engaged") owned[replica].add(cluster);
-    if (what === "disengaged") owned[replica].delete(cluster);
-    if (what === "reconciled") {
-      intervals.push({ replica, cluster, start: Number(start), end: Number(end) });
+  // Each member's own writes (its team's fleet-settings), in the API server's order.
+  const writes = async (): Promise<Write[]> => {
+    const text = await Deno.readTextFile(auditLog).catch(() => "");
+    const out: Write[] = [];
+    for (const line of text.split("\n")) {
+      if (!line) continue;
+      const e = JSON.parse(line);
+      if (e.stage !== "ResponseComplete" || e.responseStatus?.code >= 300) continue;
+      const member = /^member-(\w)$/.exec(e.user?.username ?? "")?.[1];
+      const replica = /\((replica-\d)\)/.exec(e.userAgent ?? "")?.[1];
+      if (!member || !replica || e.objectRef?.namespace !== `team-${member}`) continue;
+      out.push({ member, replica, at: Date.parse(e.requestReceivedTimestamp) });
     }
+    return out.sort((x, y) => x.at - y.at);
   };
-  const a = fleetReplica(hub, "a", record("a"));
-  const runningA = a.start();
-  runningA.catch(() => {});
-  // At no sample is a member engaged by both replicas.
-  let doubly: string[] = [];
-  const sampler = setInterval(() => {
-    const both = [...owned.a].filter((c) => owned.b.has(c));
-    if (both.length) doubly = both;
-  }, 10);
-  // Keep the reconciles coming, on every member at once (they share one API server).
+  const writersSince = async (since: number) => {
+    const per: Record<string, Set<string>> = Object.fromEntries(MEMBERS.map((m) => [m, new Set()]));
+    for (const w of await writes()) if (w.at >= since) per[w.member].add(w.replica);
+    return per;
+  };
+  // A change of the hub's settings re-queues every member's Namespaces: a write per member.
   let n = 0;
   const poker = setInterval(() => {
-    void hub.patch(ConfigMap, "poke", { data: { n: String(++n) } }, {
-      namespace: REPLICA_NAMESPACE,
+    void hub.patch(ConfigMap, "fleet-settings", { data: { n: String(++n) } }, {
+      namespace: FLEET_NAMESPACE,
     }).catch(() => {});
-  }, 100);
-  let child: Deno.ChildProcess | undefined;
-  try {
-    await waitFor(() => owned.a.size === 4, { what: "replica A to engage the four members" });
-
-    child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        new URL("./_fleet_replica.ts", import.meta.url).pathname,
-        cp.kubeconfigPath,
-        "b",
+  }, 250);
+  const start = (identity: string) =>
+    startExample(
+      "examples/fleet.ts",
+      [
+        `--shard-identity=${identity}`,
+        `--shard-lease-duration=${LEASE_MS}ms`,
+        "--shard-renew-deadline=3s",
+        `--shard-retry-period=${RETRY_MS}ms`,
+        `--health-probe-bind-address=127.0.0.1:${freePort()}`,
+        `--metrics-bind-address=127.0.0.1:${freePort()}`,
+        "--metrics-secure=false",
       ],
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
-    void (async () => {
-      let rest = "";
-      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-        rest += chunk;
-        const lines = rest.split("\n");
-        rest = lines.pop()!;
-        for (const line of lines) record("b")(line);
-      }
-    })();
-    await waitFor(
-      () => owned.b.size === 2 && owned.a.size === 2,
-      { what: "replicas A and B to split the four members 2/2", timeoutMs: 30_000 },
-    ).catch((err) => {
-      const state = `A: ${[...owned.a]} (named shards ${a.sharding?.ownedNames}), B: ${[
-        ...owned.b,
-      ]}`;
-      throw new Error(`${err.message}; ${state}`);
+      { KUBECONFIG: cp.kubeconfigPath },
+      { cwd: new URL("../", import.meta.url).pathname },
+    );
+  const r1 = start("replica-1");
+  let r2: ReturnType<typeof start> | undefined;
+  try {
+    const t1 = Date.now();
+    await waitFor(async () => {
+      const per = await writersSince(t1);
+      return MEMBERS.every((m) => per[m].has("replica-1"));
+    }, { what: "replica-1 to reconcile the four members", timeoutMs: 30_000 });
+    r2 = start("replica-2");
+    const t2 = Date.now();
+    // replica-2 writes on two members; replica-1 keeps writing on the other two.
+    let moved: string[] = [];
+    await waitFor(async () => {
+      const per = await writersSince(t2);
+      moved = MEMBERS.filter((m) => per[m].has("replica-2"));
+      return moved.length === 2;
+    }, { what: "replica-2 to take two of the four members", timeoutMs: 30_000 }).catch((err) => {
+      throw new Error(`${err.message}\nreplica-2 logs:\n${r2?.logs().slice(-3000)}`);
     });
-    const keptByA = [...owned.a].sort();
-    // Each member B took was first disengaged by A (drained, then its Lease freed).
-    for (const c of owned.b) {
-      const freed = events.indexOf(`a disengaged ${c}`);
-      const taken = events.indexOf(`b engaged ${c}`);
-      assert.ok(
-        freed >= 0 && freed < taken,
-        `${c}: A disengaged it before B engaged it; events: ${events.join("; ")}`,
+    const kept = MEMBERS.filter((m) => !moved.includes(m));
+    await new Promise((r) => setTimeout(r, 1_000)); // some writes of replica-2
+    const killedAt = Date.now();
+    await r2.stop("SIGKILL");
+    let tookMs = 0;
+    await waitFor(async () => {
+      const back = (await writes()).filter((w) =>
+        w.at >= killedAt && w.replica === "replica-1" && moved.includes(w.member)
+      );
+      if (new Set(back.map((w) => w.member)).size < moved.length) return false;
+      tookMs = Math.max(...moved.map((m) => back.find((w) => w.member === m)!.at)) - killedAt;
+      return true;
+    }, {
+      what:
+        `replica-1 to reconcile replica-2's members ${moved} (Lease ${LEASE_MS} ms + retry ${RETRY_MS} ms + ${SLACK_MS} ms slack)`,
+      timeoutMs: LEASE_MS + RETRY_MS + SLACK_MS,
+    });
+    await new Promise((r) => setTimeout(r, 500)); // writes after the take-over
+    // Per member, the replicas that wrote in the API server's order, consecutive ones merged.
+    const all = await writes();
+    const runs = Object.fromEntries(MEMBERS.map((m) => {
+      const seq = all.filter((w) => w.member === m).map((w) => w.replica);
+      return [m, seq.filter((r, i) => i === 0 || seq[i - 1] !== r)];
+    }));
+    const counts = MEMBERS.map((m) => {
+      const mine = all.filter((w) => w.member === m);
+      const by = (r: string) => mine.filter((w) => w.replica === r).length;
+      return `member-${m}: ${by("replica-1")}/${by("replica-2")}`;
+    });
+    console.log(
+      `audit: writes by replica-1/replica-2 per member: ${counts.join(", ")}; runs: ${
+        JSON.stringify(runs)
+      }; replica-2 SIGKILLed: its members ${
+        moved.map((m) => `member-${m}`)
+      } reconciled by replica-1 after ${tookMs} ms (Lease ${LEASE_MS} ms + retry ${RETRY_MS} ms)`,
+    );
+    for (const m of kept) {
+      assert.deepEqual(runs[m], ["replica-1"], `member-${m} stayed with replica-1`);
+    }
+    for (const m of moved) {
+      assert.deepEqual(
+        runs[m],
+        ["replica-1", "replica-2", "replica-1"],
+        `member-${m}: one replica at a time, handed over twice`,
       );
     }
-    // Some reconciles on B's side, then the kill.
-    const bCount = () => intervals.filter((i) => i.replica === "b").length;
-    const before = bCount();
-    await waitFor(() => bCount() > before + 2, { what: "replica B to reconcile" });
-    const split = `A: ${[...owned.a].sort().join(",")}; B: ${[...owned.b].sort().join(",")}`;
-    const moving = owned.b.size;
-    const t0 = performance.now();
-    child.kill("SIGKILL");
-    await child.status;
-    owned.b.clear();
-    await waitFor(() => owned.a.size === 4, {
-      what: "replica A to take over B's members",
-      timeoutMs: 60_000,
-    });
-    const tookMs = Math.round(performance.now() - t0);
-    // Sticky: the members A kept were never disengaged by A.
-    for (const c of keptByA) {
-      assert.ok(!events.includes(`a disengaged ${c}`), `${c} stayed with A: ${events.join("; ")}`);
-    }
-    console.log(
-      `split ${split}; B SIGKILLed: its ${moving} members engaged by A after ${tookMs} ms (Lease ${LEASE_MS} ms + retry ${RETRY_MS} ms)`,
-    );
-    assert.deepEqual(doubly, [], "no member was engaged by both replicas at once");
-    for (const x of intervals) {
-      for (const y of intervals) {
-        if (x.replica === y.replica || x.cluster !== y.cluster) continue;
-        assert.ok(
-          x.end <= y.start || y.end <= x.start,
-          `reconciles of ${x.cluster} overlap: ${JSON.stringify(x)} and ${JSON.stringify(y)}`,
-        );
-      }
-    }
-    const per = MEMBERS.map((m) =>
-      `${m}: ${intervals.filter((i) => i.cluster === m && i.replica === "a").length}/${
-        intervals.filter((i) => i.cluster === m && i.replica === "b").length
-      }`
-    );
-    console.log(`reconciles by A/B per member: ${per.join(", ")}`);
   } finally {
-    clearInterval(sampler);
     clearInterval(poker);
-    try {
-      child?.kill("SIGKILL");
-    } catch { /* already gone */ }
-    await a.stop();
+    await r2?.stop("SIGKILL");
+    const status = await r1.stop("SIGTERM");
+    assert.equal(status.code, 0, r1.logs().slice(-3000));
+    await Deno.remove(auditDir, { recursive: true }).catch(() => {});
   }
 });

@@ -15,6 +15,8 @@ import { clusterMetrics } from "../src/metrics/cluster_metrics.ts";
 import { Registry } from "../src/metrics/registry.ts";
 import { startExample, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
+import { startFaultProxy } from "../src/testing/fault_proxy.ts";
+import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 
 /** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
 async function watches(cp: ControlPlane, resource: string): Promise<number> {
@@ -333,6 +335,144 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
           );
         } finally {
           await op.stop("SIGKILL");
+        }
+      },
+    );
+
+    await t.step(
+      "`examples/fleet.ts run` before the hub is reachable: waits (/readyz fails), then runs; --startup-timeout bounds the wait",
+      async () => {
+        // The operator's hub kubeconfig, pointed at a port nothing listens on yet.
+        const port = freePort();
+        const lateConfig = `${hubCp.dir}/fleet-operator-late.kubeconfig`;
+        await Deno.writeTextFile(
+          lateConfig,
+          (await Deno.readTextFile(hubConfig)).replace(hubCp.server, `https://127.0.0.1:${port}`),
+        );
+        const probePort = freePort();
+        const flags = [
+          `--health-probe-bind-address=127.0.0.1:${probePort}`,
+          `--metrics-bind-address=127.0.0.1:${freePort()}`,
+          "--metrics-secure=false",
+        ];
+        const cwd = new URL("../", import.meta.url).pathname;
+        const op = startExample("examples/fleet.ts", flags, { KUBECONFIG: lateConfig }, { cwd });
+        let proxy: Awaited<ReturnType<typeof startFaultProxy>> | undefined;
+        try {
+          const probe = async (path: string) => {
+            const res = await fetch(`http://127.0.0.1:${probePort}${path}`);
+            return { status: res.status, text: await res.text() };
+          };
+          let waiting = { status: 0, text: "" };
+          await waitFor(async () => {
+            waiting = await probe("/readyz?verbose").catch(() => waiting);
+            return waiting.status === 500 && /\[-\]hub failed/.test(waiting.text);
+          }, { what: "/readyz to fail on the hub check while the hub is unreachable" });
+          assert.equal((await probe("/healthz")).status, 200, "alive meanwhile");
+          proxy = await startFaultProxy({ target: hubCp.server, port });
+          const ns = await syncedNamespace(c1, "late");
+          await waitFor(async () => (await settings(c1, ns))?.cluster === "member-1", {
+            what: `the late-started process to reconcile member-1's ${ns}/fleet-settings`,
+          });
+          let ready = { status: 0, text: "" };
+          await waitFor(async () => {
+            ready = await probe("/readyz?verbose");
+            return ready.status === 200;
+          }, { what: "/readyz to pass once the hub answered" });
+          const status = await op.stop("SIGTERM");
+          assert.equal(status.code, 0, op.logs());
+          console.log(
+            `hub unreachable at start: ${waiting.status} "${
+              waiting.text.trim().split("\n").find((l) => l.includes("hub"))
+            }"; hub reachable → ${ready.status}; waiting lines: ${
+              op.lines(/Kubernetes API server|hub/i).length
+            }`,
+          );
+        } finally {
+          await op.stop("SIGKILL");
+          await proxy?.close();
+        }
+        // Nothing ever listens: --startup-timeout ends it, one line, exit 1.
+        const dead = `${hubCp.dir}/fleet-operator-dead.kubeconfig`;
+        await Deno.writeTextFile(
+          dead,
+          (await Deno.readTextFile(hubConfig)).replace(
+            hubCp.server,
+            `https://127.0.0.1:${freePort()}`,
+          ),
+        );
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--quiet",
+            "examples/fleet.ts",
+            "run",
+            ...flags,
+            "--startup-timeout=2s",
+          ],
+          cwd,
+          env: { KUBECONFIG: dead },
+          stdout: "null",
+          stderr: "piped",
+        }).output();
+        const stderr = new TextDecoder().decode(out.stderr).trim();
+        assert.equal(out.code, 1, stderr);
+        const last = stderr.split("\n").at(-1)!;
+        assert.match(
+          last,
+          /^fleet-operator: Gave up after waiting 2s for the Kubernetes API server/,
+        );
+        console.log(`hub never reachable, --startup-timeout=2s: exit ${out.code}, "${last}"`);
+      },
+    );
+
+    await t.step(
+      "`install` on a fleet operator: the CRDs on every member; an unreachable member is one error line",
+      async () => {
+        // Install writes CRDs: the members' Secrets carry admin kubeconfigs here (the operator's
+        // member token from `manifests --member` may not create CRDs).
+        await hub.delete(Secret, "member-1", { namespace: FLEET_NAMESPACE });
+        await register(hub, "admin-1", await Deno.readTextFile(m1.kubeconfigPath));
+        await register(hub, "admin-2", await Deno.readTextFile(m2.kubeconfigPath));
+        await register(
+          hub,
+          "gone",
+          (await Deno.readTextFile(m1.kubeconfigPath)).replace(
+            m1.server,
+            `https://127.0.0.1:${freePort()}`,
+          ),
+        );
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--quiet",
+            "tests/fixtures/fleet_widget_operator.ts",
+            "install",
+            "--kubeconfig",
+            hubCp.kubeconfigPath,
+            "--timeout=3s",
+          ],
+          cwd: new URL("../", import.meta.url).pathname,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const stdout = new TextDecoder().decode(out.stdout).trim().split("\n");
+        const errors = new TextDecoder().decode(out.stderr).trim().split("\n")
+          .filter((l) => l.startsWith("fleet-widget-operator: "));
+        console.log(`install on the fleet: exit ${out.code}\n${[...stdout, ...errors].join("\n")}`);
+        assert.equal(out.code, 1);
+        const crd = "customresourcedefinition.apiextensions.k8s.io/widgets.widgets.kubeno.dev";
+        assert.deepEqual(stdout, [`admin-1: ${crd} applied`, `admin-2: ${crd} applied`]);
+        assert.equal(errors.length, 1, errors.join("\n"));
+        assert.match(errors[0], /^fleet-widget-operator: Cannot install on cluster "gone": /);
+        for (const c of [c1, c2]) {
+          const got = await c.get(CustomResourceDefinition, "widgets.widgets.kubeno.dev");
+          assert.equal(got.metadata.name, "widgets.widgets.kubeno.dev");
+        }
+        for (const name of ["admin-1", "admin-2", "gone"]) {
+          await hub.delete(Secret, name, { namespace: FLEET_NAMESPACE });
         }
       },
     );

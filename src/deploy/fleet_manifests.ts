@@ -43,6 +43,12 @@ export interface FleetManifestsInit {
    * @default all namespaces (a ClusterRole)
    */
   readonly hubNamespace?: string;
+  /**
+   * The namespace of the Leases the replicas spread the members over themselves with (a
+   * sharded fleet): the hub's Role there also grants them.
+   * @default none (one replica, no Leases)
+   */
+  readonly leases?: string;
 }
 
 /** The two manifest sets. */
@@ -104,6 +110,13 @@ export function fleetManifests(init: FleetManifestsInit): FleetManifests {
       apiGroups: [res.group],
       resources: [res.plural],
       verbs: READ,
+    });
+  }
+  if (init.leases) {
+    add(init.leases, {
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      verbs: ["get", "list", "watch", "create", "update", "delete"],
     });
   }
   const hub: KubeObject[] = [sa];

@@ -274,10 +274,19 @@ function fleetOf(name: string, options: OperatorOptions): NonNullable<OperatorOp
     );
   }
   const le = options.leaderElection;
-  if (options.sharding || le === true || (typeof le === "object" && le.enabled)) {
+  if (le === true || (typeof le === "object" && le.enabled)) {
     throw new TypeError(
-      `Cannot define operator "${name}": fleet excludes leaderElection and sharding; run one replica`,
+      `Cannot define operator "${name}": fleet excludes leaderElection; spread the members over replicas with sharding`,
     );
+  }
+  // With a fleet, `sharding` hands out whole members (one Lease per member), not objects.
+  const sh = typeof options.sharding === "object" ? options.sharding : {};
+  for (const field of ["shards", "key"] as const) {
+    if (sh[field] !== undefined) {
+      throw new TypeError(
+        `Cannot define operator "${name}": sharding.${field} is not for a fleet (its replicas share whole members, one Lease each)`,
+      );
+    }
   }
   return f;
 }

@@ -298,9 +298,45 @@ Deno.test("a fleet operator: manifests prints the hub set, --member the member s
   assert.equal(helm.code, 2);
   assert.equal(helm.err.length, 1);
   assert.throws(
-    () => defineOperator({ ...fleetOp, sharding: true }),
-    /Cannot define operator "fleet-op": fleet excludes leaderElection and sharding/,
+    () => defineOperator({ ...fleetOp, leaderElection: true }),
+    /Cannot define operator "fleet-op": fleet excludes leaderElection; spread the members over replicas with sharding/,
   );
+  assert.throws(
+    () => defineOperator({ ...fleetOp, sharding: { shards: 4 } }),
+    /sharding.shards is not for a fleet/,
+  );
+});
+
+Deno.test("a fleet operator with replicas: the Deployment runs them, the hub's Role grants the Leases", async () => {
+  const provider = { name: "test provider", run: () => Promise.resolve() };
+  const fleetOp = {
+    name: "fleet-op",
+    namespace: "fleet-system",
+    controllers: [controller],
+    sharding: { replicas: 3 },
+    fleet: { clusters: provider },
+  };
+  const hub = await run(["manifests"], fleetOp);
+  assert.equal(hub.code, 0, hub.err.join("\n"));
+  // deno-lint-ignore no-explicit-any
+  const objects = fromYaml(hub.out) as any[];
+  const deployment = objects.find((o) => o.kind === "Deployment");
+  assert.equal(deployment.spec.replicas, 3);
+  const c = deployment.spec.template.spec.containers[0];
+  assert.ok(!c.args.includes("--leader-elect"), c.args.join(" "));
+  assert.ok(
+    c.env.some((e: { name: string }) => e.name === "POD_NAME"),
+    "identity from the pod name",
+  );
+  const role = objects.find((o) => o.kind === "Role" && o.metadata.namespace === "fleet-system");
+  assert.ok(
+    role?.rules.some((r: { resources: string[]; verbs: string[] }) =>
+      r.resources.includes("leases") && r.verbs.includes("delete") && r.verbs.includes("watch")
+    ),
+    hub.out,
+  );
+  const member = await run(["manifests", "--member"], fleetOp);
+  assert.doesNotMatch(member.out, /leases/, "the Leases live on the hub only");
   assert.throws(
     // deno-lint-ignore no-explicit-any
     () => defineOperator({ ...fleetOp, fleet: { clusters: {} as any } }),

@@ -38,6 +38,9 @@ import { restoreConversions, withConversionWebhook } from "../webhook/conversion
 import { ApiServerWait } from "./_api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
+import type { ClusterConfig, ClusterProvider } from "../runtime/cluster/provider.ts";
+import { clusterClient } from "../runtime/cluster/fleet.ts";
+import { firstLine } from "../util/cli_io.ts";
 
 /** The `install` command. */
 export const installCommand: Command = {
@@ -64,10 +67,34 @@ fail at once.`,
   ],
   async run(ctx: CommandContext): Promise<number> {
     const timeoutMs = parseDuration(String(ctx.flags.timeout ?? "60s"), "timeout");
+    if (ctx.def.fleet) return await installFleet(ctx, timeoutMs);
     using client = await connect(ctx);
+    const objects = installObjects(ctx.def, operatorNamespace(ctx));
+    await installOn(client, ctx, objects, timeoutMs, (line) => ctx.out(line));
+    return EXIT.ok;
+  },
+};
+
+/**
+ * Applies `objects` on one cluster, dry-run first, then waits for the CRDs to be Established.
+ *
+ * @param client The cluster's client.
+ * @param ctx The command context (the operator, where to write).
+ * @param objects What to apply.
+ * @param timeoutMs `--timeout`.
+ * @param emit Called with one line per object.
+ * @throws What the API server refused, or {@linkcode CrdNotEstablishedError}.
+ */
+async function installOn(
+  client: Client,
+  ctx: CommandContext,
+  objects: KubeObject[],
+  timeoutMs: number,
+  emit: (line: string) => void,
+): Promise<void> {
+  {
     const wait = new ApiServerWait({ timeoutMs, flag: "--timeout", server: client.server });
     const deadline = Date.now() + timeoutMs;
-    const objects = installObjects(ctx.def, operatorNamespace(ctx));
     // Nothing is written unless every object would be accepted.
     await checkInstall(client, ctx.def, objects, resourceOf, ctx, (fn) => wait.run(fn));
     for (const obj of objects) {
@@ -81,16 +108,111 @@ fail at once.`,
         client.apply(res, obj as never, { force: true, signal })
       );
       const same = before?.metadata.resourceVersion === after.metadata.resourceVersion;
-      ctx.out(`${objectLabel(obj)} ${same ? "unchanged" : "applied"}`);
+      emit(`${objectLabel(obj)} ${same ? "unchanged" : "applied"}`);
     }
     for (const obj of objects) {
       if (obj.kind === "CustomResourceDefinition") {
         await waitEstablished(client, wait, obj.metadata.name!, deadline, timeoutMs);
       }
     }
-    return EXIT.ok;
-  },
-};
+  }
+}
+
+// `install` of a fleet operator: the cluster of --kubeconfig is the hub. The CRDs go on every
+// member the provider names now (read from the hub, e.g. its kubeconfig Secrets), the CRDs of
+// `hubReads` kinds on the hub. One line per cluster; a member that cannot be installed is one
+// error line and exit 1, the others are still installed (all at once, each within --timeout).
+/**
+ * Installs a fleet operator's CRDs on its members and the hub.
+ *
+ * @param ctx The command context; `ctx.def.fleet` is set.
+ * @param timeoutMs `--timeout`: for the provider's first list and per cluster.
+ * @returns The exit code.
+ */
+async function installFleet(ctx: CommandContext, timeoutMs: number): Promise<number> {
+  const fleet = ctx.def.fleet!;
+  using hub = await connect(ctx);
+  const all = installObjects(ctx.def, operatorNamespace(ctx));
+  const onHub = all.filter((o) =>
+    (fleet.hubReads ?? []).some((r) =>
+      o.kind === "CustomResourceDefinition" && o.metadata.name === `${r.plural}.${r.group}`
+    )
+  );
+  const members = await providerMembers(fleet.clusters, hub, timeoutMs);
+  const targets: { name: string; objects: KubeObject[]; client: () => Promise<Client> }[] = [
+    ...(onHub.length ? [{ name: "hub", objects: onHub, client: () => Promise.resolve(hub) }] : []),
+    ...[...members].map(([name, config]) => ({
+      name,
+      objects: all,
+      client: () => clusterClient(config, {}),
+    })),
+  ];
+  const results = await Promise.all(targets.map(async (t) => {
+    const lines: string[] = [];
+    let client: Client | undefined;
+    try {
+      client = await t.client();
+      await installOn(client, ctx, t.objects, timeoutMs, (line) => lines.push(line));
+      return { ok: `${t.name}: ${lines.join(", ") || "nothing to install"}` };
+    } catch (err) {
+      return { error: `Cannot install on cluster "${t.name}": ${firstLine(err)}` };
+    } finally {
+      if (client && client !== hub) client.close();
+    }
+  }));
+  for (const r of results) {
+    if (r.ok) ctx.out(r.ok);
+    else ctx.err(`${ctx.def.name}: ${r.error}`);
+  }
+  if (!members.size) ctx.out(`No member clusters in ${fleet.clusters.name}`);
+  return results.some((r) => r.error) ? EXIT.failure : EXIT.ok;
+}
+
+/**
+ * The clusters a provider names at start: runs it until its `synced` (or `timeoutMs`).
+ *
+ * @param provider The fleet's provider.
+ * @param hub The hub's client.
+ * @param timeoutMs How long to wait for its first list.
+ * @returns The members by name.
+ * @throws {Error} When the provider did not report its first list within `timeoutMs`.
+ */
+async function providerMembers(
+  provider: ClusterProvider,
+  hub: Client,
+  timeoutMs: number,
+): Promise<Map<string, ClusterConfig>> {
+  const members = new Map<string, ClusterConfig>();
+  const stop = new AbortController();
+  const synced = Promise.withResolvers<void>();
+  const timer = setTimeout(
+    () =>
+      synced.reject(
+        new Error(
+          `Cannot list the member clusters: ${provider.name} did not finish its first list within --timeout=${
+            timeoutMs / 1000
+          }s`,
+        ),
+      ),
+    timeoutMs,
+  );
+  const running = provider.run({
+    hub,
+    signal: stop.signal,
+    engage: (name, config) => void members.set(name, config),
+    disengage: (name) => void members.delete(name),
+    synced: () => synced.resolve(),
+  });
+  running.catch((err) => synced.reject(err));
+  try {
+    await synced.promise;
+    return new Map(members);
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+    await running.catch(() => {});
+  }
+}
 
 /**
  * What `install` applies and `uninstall` removes: the CRDs, then webhook configurations.

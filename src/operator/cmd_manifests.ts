@@ -130,6 +130,7 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
         hubRules: fleet.clusters.hubRules,
         hubReads: fleet.hubReads,
         hubNamespace: fleet.hubNamespace,
+        ...(ctx.def.sharding ? { leases: ctx.def.sharding.namespace ?? init.namespace } : {}),
       });
       const of = (kind: string) => m.operator.filter((o) => o.kind === kind);
       const set = ctx.flags.member === true

@@ -42,10 +42,12 @@
 import { EXIT } from "../util/args.ts";
 import { fleetOperatorMetrics, operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import { operatorProbes } from "./_run_runnables.ts";
-import { type Command, type CommandContext, connect } from "./_command.ts";
+import { type Command, type CommandContext, connect, operatorNamespace } from "./_command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
 import { ApiServerWait } from "./_api_server_wait.ts";
-import { awaitApiServer } from "./_startup.ts";
+import { awaitApiServer, startupSetting } from "./_startup.ts";
+import { firstLine } from "../util/cli_io.ts";
+import { ConnectionError } from "../client/api_error.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
@@ -123,7 +125,10 @@ generated Deployment sets them from its limit, so no restart is needed there.
 A fleet operator (operator({ fleet })) treats the cluster of --kubeconfig as the hub and
 runs the controllers on every member its provider names. /readyz passes once the hub's
 caches synced; "/readyz?verbose" lists each member (ready, not synced, unhealthy, failed)
-without failing on one. SIGINT/SIGTERM disengage every member, then exit 0.`,
+without failing on one. SIGINT/SIGTERM disengage every member, then exit 0. With sharding
+(operator({ fleet, sharding })) the replicas share the members, one Lease per member on the hub
+in the operator's namespace: each member is engaged by one replica at a time, and disengaged
+(drained) by it before another takes it; --shard-* flags as above.`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
     if (ctx.def.fleet) return await runFleet(ctx);
@@ -292,6 +297,12 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   using hub = await connect(ctx, { onRequest: metrics.onRequest });
   using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
   const perCluster = clusterMetrics(metrics.registry);
+  // Replicas (`operator({ fleet, sharding })`): the members are spread over them through the
+  // hub's Leases, one per member, in the operator's namespace (--namespace, else POD_NAMESPACE,
+  // else the operator's namespace option, else <name>-system).
+  const sh = settings.sharding;
+  const identity = sh && (sh.identity ?? hostIdentity());
+  let lost: string | undefined;
   const fleet = createFleet({
     controllers: ctx.def.controllers,
     clusters: fleetDef.clusters,
@@ -301,9 +312,25 @@ async function runFleet(ctx: CommandContext): Promise<number> {
     unreachableAfterMs: fleetDef.unreachableAfterMs,
     disengageTimeoutMs: settings.shutdownTimeoutMs,
     metrics: (cluster) => perCluster.hooks(cluster),
+    ...(sh && identity
+      ? {
+        sharding: {
+          name: sh.name,
+          // Where `manifests` grants them, in or out of a cluster: the hub needs that
+          // namespace anyway (the operator's ServiceAccount and Role live there).
+          namespace: sh.namespace ?? operatorNamespace(ctx),
+          identity,
+          leaseDurationMs: sh.leaseDurationMs,
+          renewDeadlineMs: sh.renewDeadlineMs,
+          retryPeriodMs: sh.retryPeriodMs,
+          onLost: (reason: string) => void (lost = reason),
+        },
+      }
+      : {}),
     clientOptions: {
       fieldManager: ctx.def.name,
-      userAgent: `${ctx.def.name}/${ctx.def.version} kubeno`,
+      // With replicas, the identity tells them apart in a member's audit log.
+      userAgent: `${ctx.def.name}/${ctx.def.version} kubeno${identity ? ` (${identity})` : ""}`,
     },
     manager: settings.watchNamespaces.length ? { namespaces: settings.watchNamespaces } : {},
     // The fleet logs each engage and disengage itself ("Disengaged cluster member-1: ...").
@@ -311,8 +338,16 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   });
   const probes = new HealthChecks();
   probes.addHealthz("ping", () => {});
-  probes.addReadyz("clusters", fleet.readyzCheck());
+  // Until the hub answered, `/readyz` fails on this check (and `clusters` has nothing yet).
+  let hubReached = false;
+  probes.addReadyz("hub", () => {
+    if (!hubReached) throw new Error(`Waiting for the hub's API server ${hub.server}`);
+  });
+  const clustersCheck = fleet.readyzCheck();
+  probes.addReadyz("clusters", clustersCheck);
   const served = new AbortController();
+  const syncStop = new AbortController();
+  let syncTimer: ReturnType<typeof setTimeout> | undefined;
   try {
     if (settings.healthAddress) {
       const endpoint = await serveProbes(probes, {
@@ -336,10 +371,61 @@ async function runFleet(ctx: CommandContext): Promise<number> {
       count: ctx.def.controllers.length,
       provider: fleetDef.clusters.name,
     });
-    await fleet.start(signals.signal);
+    // As a single cluster's start-up: an unreachable or starting hub (refused connections,
+    // timeouts, 429, 5xx) is waited out with back-off, logged once per change, while /healthz
+    // passes and /readyz fails, up to --startup-timeout; that also bounds the first sync of the
+    // hub's caches (hubReads). The members are not waited for: each is engaged on its own.
+    const wait = new ApiServerWait({
+      timeoutMs: settings.startupTimeoutMs,
+      flag: "--startup-timeout",
+      server: hub.server,
+      signal: signals.signal,
+    });
+    try {
+      await wait.run((signal) =>
+        hub.request("GET", "/readyz", { signal }).catch((err) => {
+          // `/readyz` answers "ok", not JSON: that is the answer we wait for.
+          if (err instanceof ConnectionError && /invalid JSON/.test(err.message)) return;
+          throw err;
+        })
+      );
+    } catch (err) {
+      if (signals.signal.aborted) return EXIT.ok;
+      throw err;
+    }
+    hubReached = true;
+    syncTimer = setTimeout(() => {
+      try {
+        clustersCheck();
+      } catch (err) {
+        ctx.err(
+          `${ctx.def.name}: Hub caches did not sync within the start-up timeout (${
+            startupSetting(settings.startupTimeoutMs)
+          }): ${firstLine(err)}`,
+        );
+        syncStop.abort();
+      }
+    }, wait.remainingMs);
+    await fleet.start(AbortSignal.any([signals.signal, syncStop.signal]));
+    if (syncStop.signal.aborted) return EXIT.failure;
+    if (lost !== undefined) {
+      // Another replica may take this one's members: exit 1, the pod restarts as a new member.
+      ctx.err(`${ctx.def.name}: Lost the membership among the fleet's replicas: ${lost}; exiting`);
+      return EXIT.failure;
+    }
     log.info("Every cluster disengaged; stopped");
     return EXIT.ok;
   } finally {
+    clearTimeout(syncTimer);
     served.abort();
   }
+}
+
+/** A replica's identity when neither `--shard-identity` nor `POD_NAME` gives one. */
+function hostIdentity(): string {
+  let host = "kubeno";
+  try {
+    host = Deno.hostname();
+  } catch { /* no --allow-sys */ }
+  return `${host}-${crypto.randomUUID().slice(0, 8)}`;
 }

@@ -150,8 +150,15 @@ export interface OperatorOptions {
    * Run the controllers on a fleet of member clusters instead of the one of `--kubeconfig`,
    * which becomes the hub: `run` engages every member the provider names, `manifests` prints
    * the hub's set (`--member`: the set to apply on every member), `install` applies the CRDs
-   * on the cluster of `--kubeconfig` (point it at each member). Not with `leaderElection`
-   * or `sharding`.
+   * on the cluster of `--kubeconfig` (point it at each member). Not with `leaderElection`.
+   *
+   * With `sharding`, the members are spread over the replicas instead of the objects: one
+   * Lease per member on the hub (in the operator's namespace), so each member is engaged by
+   * exactly one replica at a time, ⌊n/r⌋ or ⌈n/r⌉ of the n members each; a member that changes
+   * hands is disengaged (drained) by its old replica before its Lease is freed. The identity,
+   * timings and the Deployment's replicas are those of object sharding (`--shard-identity`,
+   * else `POD_NAME`; `--shard-lease-duration`, ...; `sharding.replicas`); `sharding.shards`
+   * and `sharding.key` do not apply.
    * @default one cluster
    */
   fleet?: OperatorFleetOptions;

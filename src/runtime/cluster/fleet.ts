@@ -501,8 +501,15 @@ export class Fleet implements AsyncDisposable {
   }
 }
 
-/** A cluster's client; a kubeconfig's text goes through a private temp file, then removed. */
-async function clusterClient(
+/**
+ * A cluster's client; a kubeconfig's text goes through a private temp file, then removed.
+ *
+ * @param config How to reach the cluster, as its provider engaged it.
+ * @param options Client options (field manager, user agent...).
+ * @returns The client; close it when done.
+ * @throws What `createClient` throws for a kubeconfig it cannot use.
+ */
+export async function clusterClient(
   config: ClusterConfig,
   options: FleetOptions["clientOptions"],
 ): Promise<Client> {

@@ -52,6 +52,12 @@ export interface ClusterEvents {
    * @param name The cluster's name.
    */
   disengage(name: string): void;
+  /**
+   * Called once, when every cluster the provider knows at start has been engaged (its first
+   * list, say): `install` reads the provider until then to learn the members. Optional for a
+   * provider; one that never calls it makes `install` wait out its `--timeout`.
+   */
+  synced?(): void;
 }
 
 /** Discovers clusters for a fleet; see the module doc. */
@@ -132,6 +138,7 @@ export function fixedClusters(clusters: readonly FixedCluster[]): ClusterProvide
           ...(c.context ? { context: c.context } : {}),
         });
       }
+      events.synced?.();
       await new Promise<void>((resolve) => {
         if (events.signal.aborted) return resolve();
         events.signal.addEventListener("abort", () => resolve(), { once: true });
@@ -215,6 +222,7 @@ export function kubeconfigSecrets(options: KubeconfigSecretsOptions): ClusterPro
         },
       });
       secrets.start();
+      void secrets.synced().then(() => events.synced?.(), () => {});
       await new Promise<void>((resolve) => {
         if (events.signal.aborted) return resolve();
         events.signal.addEventListener("abort", () => resolve(), { once: true });
