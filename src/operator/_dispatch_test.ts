@@ -307,6 +307,57 @@ Deno.test("a fleet operator: manifests prints the hub set, --member the member s
   );
 });
 
+Deno.test("a fleet operator: manifests --out writes the hub set, the member set and where each CRD goes", async () => {
+  const provider = { name: "test provider", run: () => Promise.resolve() };
+  const fleetOp = {
+    name: "fleet-op",
+    controllers: [controller],
+    resources: [Extra],
+    fleet: { clusters: provider, hubReads: [Extra], hubNamespace: "fleet-system" },
+  };
+  const dir = await Deno.makeTempDir();
+  try {
+    const r = await run(["manifests", "--out", `${dir}/deploy`], fleetOp);
+    assert.equal(r.code, 0, r.err.join("\n"));
+    const names = (file: string) =>
+      fromYaml(Deno.readTextFileSync(`${dir}/deploy/${file}`)).map((o) => {
+        const obj = o as { kind: string; metadata: { name: string } };
+        return `${obj.kind}/${obj.metadata.name}`;
+      });
+    assert.deepEqual(r.out.split("\n").map((l) => l.replace(dir, "")), [
+      "/deploy/hub.yaml written (5 objects)",
+      "/deploy/hub-crds.yaml written (1 objects)",
+      "/deploy/member.yaml written (4 objects)",
+      "/deploy/member-crds.yaml written (2 objects)",
+    ]);
+    // The same sets as "manifests" and "manifests --member" print.
+    assert.deepEqual(
+      names("hub.yaml"),
+      fromYaml((await run(["manifests"], fleetOp)).out).map((o) => {
+        const obj = o as { kind: string; metadata: { name: string } };
+        return `${obj.kind}/${obj.metadata.name}`;
+      }),
+    );
+    assert.deepEqual(names("hub-crds.yaml"), [
+      "CustomResourceDefinition/parts.gadgets.example.com",
+    ]);
+    assert.deepEqual(names("member-crds.yaml"), [
+      "CustomResourceDefinition/gadgets.gadgets.example.com",
+      "CustomResourceDefinition/parts.gadgets.example.com",
+    ]);
+    assert.ok(names("member.yaml").includes("ClusterRole/fleet-op-member"));
+    const both = await run(["manifests", "--out", dir, "--member"], fleetOp);
+    assert.equal(both.code, 2);
+    assert.match(both.err[0], /Flags "--out" and "--member" cannot be combined/);
+    await Deno.writeTextFile(`${dir}/file`, "");
+    const onFile = await run(["manifests", "--out", `${dir}/file`], fleetOp);
+    assert.equal(onFile.code, 2);
+    assert.match(onFile.err[0], /takes a directory, and ".*\/file" is a file/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a fleet operator with replicas: the Deployment runs them, the hub's Role grants the Leases", async () => {
   const provider = { name: "test provider", run: () => Promise.resolve() };
   const fleetOp = {

@@ -54,7 +54,12 @@ Every object is dry-run first: when one would be refused, nothing is written.
 
 An API server that is unreachable or restarting is waited out with back-off, logged once
 per change, within --timeout; refused credentials, missing permissions and invalid objects
-fail at once.`,
+fail at once.
+
+A fleet operator (operator({ fleet })) installs on every member its provider names (the
+cluster of --kubeconfig is the hub), through the kubeconfig of each member's Secret, which
+must be allowed to apply CRDs; the CRDs of hubReads kinds go on the hub too. One line per
+cluster; a member that fails is one error line and exit 1, the others are still installed.`,
   flags: [
     {
       name: "timeout",

@@ -14,6 +14,7 @@ import { helmChart } from "../deploy/helm_chart.ts";
 import { grafanaDashboard } from "../deploy/grafana_dashboard.ts";
 import { toYaml } from "../util/yaml.ts";
 import { fleetManifests } from "../deploy/fleet_manifests.ts";
+import type { KubeObject } from "../core/object.ts";
 
 /** The `manifests` command. */
 export const manifestsCommand: Command = {
@@ -23,7 +24,9 @@ export const manifestsCommand: Command = {
     `Prints the operator's CRDs, Namespace, ServiceAccount, least-privilege RBAC derived from what
 its controllers watch, own and write, its Deployment and, when it serves webhooks, their
 Service and configurations, as multi-document YAML ready for "kubectl apply -f -". With
---out DIR, writes crds.yaml, operator.yaml, rbac.yaml (and webhooks.yaml) instead. With
+--out DIR, writes crds.yaml, operator.yaml, rbac.yaml (and webhooks.yaml) instead; for a
+fleet operator, hub.yaml and member.yaml (the two sets below), member-crds.yaml (the CRDs
+for every member) and hub-crds.yaml (those of its hubReads kinds, when any). With
 --watch-namespace, namespaced permissions are Roles in those namespaces instead of a
 ClusterRole, and the Deployment passes the same flag to "run".
 
@@ -115,12 +118,15 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       throw new UsageError('Flag "--member" needs a fleet operator: operator({ fleet })');
     }
     if (fleet) {
-      for (const flag of ["out", "helm"]) {
-        if (typeof ctx.flags[flag] === "string") {
-          throw new UsageError(
-            `Flag "--${flag}" is not for a fleet operator: redirect the output of "manifests" and "manifests --member"`,
-          );
-        }
+      if (typeof ctx.flags.helm === "string") {
+        throw new UsageError(
+          'Flag "--helm" is not for a fleet operator: use "--out DIR" (hub.yaml, member.yaml and the CRDs)',
+        );
+      }
+      if (typeof ctx.flags.out === "string" && ctx.flags.member === true) {
+        throw new UsageError(
+          'Flags "--out" and "--member" cannot be combined: "--out" writes both sets',
+        );
       }
       const m = operatorManifests(init);
       const sets = fleetManifests({
@@ -133,10 +139,22 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
         ...(ctx.def.sharding ? { leases: ctx.def.sharding.namespace ?? init.namespace } : {}),
       });
       const of = (kind: string) => m.operator.filter((o) => o.kind === kind);
-      const set = ctx.flags.member === true
-        ? sets.member
-        : [...of("Namespace"), ...sets.hub, ...of("Deployment")];
-      ctx.out(toYaml(set).trimEnd());
+      const hubSet = [...of("Namespace"), ...sets.hub, ...of("Deployment")];
+      const out = ctx.flags.out;
+      if (typeof out !== "string") {
+        ctx.out(toYaml(ctx.flags.member === true ? sets.member : hubSet).trimEnd());
+        return EXIT.ok;
+      }
+      // The primaries' CRDs belong on every member; those of `hubReads` kinds on the hub too
+      // (what `install` applies where).
+      const onHub = (crd: KubeObject) =>
+        (fleet.hubReads ?? []).some((r) => crd.metadata.name === `${r.plural}.${r.group}`);
+      await writeSets(ctx, out, {
+        "hub.yaml": hubSet,
+        "hub-crds.yaml": m.crds.filter(onHub),
+        "member.yaml": sets.member,
+        "member-crds.yaml": m.crds,
+      });
       return EXIT.ok;
     }
     if (typeof ctx.flags.helm === "string") {
@@ -163,22 +181,30 @@ priority and latency, cache sizes, webhook latency, leader election and shard ow
       ctx.out(toYaml(m.all).trimEnd());
       return EXIT.ok;
     }
-    await ensureDir(out, "out", "manifests");
-    const files = {
+    await writeSets(ctx, out, {
       "crds.yaml": m.crds,
       "operator.yaml": m.operator,
       "rbac.yaml": m.rbac,
       "webhooks.yaml": m.webhooks,
-    };
-    for (const [file, objects] of Object.entries(files)) {
-      if (!objects.length) continue;
-      const path = `${out.replace(/\/+$/, "")}/${file}`;
-      await Deno.writeTextFile(path, toYaml(objects));
-      ctx.out(`${path} written (${objects.length} objects)`);
-    }
+    });
     return EXIT.ok;
   },
 };
+
+/** Writes each non-empty set as one YAML file in `out`, one line per file. */
+async function writeSets(
+  ctx: CommandContext,
+  out: string,
+  files: Record<string, KubeObject[]>,
+): Promise<void> {
+  await ensureDir(out, "out", "manifests");
+  for (const [file, objects] of Object.entries(files)) {
+    if (!objects.length) continue;
+    const path = `${out.replace(/\/+$/, "")}/${file}`;
+    await Deno.writeTextFile(path, toYaml(objects));
+    ctx.out(`${path} written (${objects.length} objects)`);
+  }
+}
 
 /** Creates the output folder; a file in its place is a usage error. */
 async function ensureDir(dir: string, flag: string, what: string): Promise<void> {
