@@ -99,3 +99,39 @@ Deno.test("configureLogging loads LogTape, and loggers made before it write thro
   assert.equal(line.logger, "kubeno.probe");
   assert.equal(line.probe, 1);
 });
+
+// The modules an operator program loads at start are its static import graph (`deno info`):
+// the webhook server's node:tls, node:net and node:crypto (about 2.5 MiB of RSS, and start-up time),
+// OpenTelemetry and LogTape are imported only when the feature is on.
+Deno.test("an operator program's static import graph leaves out the webhook server, OpenTelemetry and LogTape", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", `${ROOT}examples/myapp.ts`],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    modules: {
+      specifier: string;
+      dependencies?: { isDynamic?: boolean; code?: { specifier?: string } }[];
+    }[];
+  };
+  const modules = new Map(info.modules.map((m) => [m.specifier, m]));
+  const staticGraph = new Set<string>();
+  const todo = [...info.roots];
+  while (todo.length) {
+    const specifier = todo.pop()!;
+    if (staticGraph.has(specifier)) continue;
+    staticGraph.add(specifier);
+    for (const dep of modules.get(specifier)?.dependencies ?? []) {
+      if (!dep.isDynamic && dep.code?.specifier) todo.push(dep.code.specifier);
+    }
+  }
+  assert.ok(staticGraph.has(`file://${ROOT}src/operator/cmd_run.ts`), "the graph has `run`");
+  const unwanted = [...staticGraph].filter((s) =>
+    /^node:(tls|net|crypto)$|@opentelemetry\/api|@logtape\/logtape|\/src\/webhook\/(server|webhooks|cert_dir|self_managed_certs)\.ts$/
+      .test(s)
+  );
+  assert.deepEqual(unwanted, [], "statically imported by examples/myapp.ts");
+});

@@ -53,7 +53,6 @@ import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
 import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
-import { readCertificateDir } from "../webhook/cert_dir.ts";
 import { createFleet } from "../runtime/cluster/fleet.ts";
 import { clusterMetrics } from "../metrics/cluster_metrics.ts";
 import { HealthChecks, serveProbes } from "../runtime/manager/health.ts";
@@ -137,7 +136,10 @@ in the operator's namespace: each member is engaged by one replica at a time, an
     sizeHeap(settings.memoryLimit);
     // Local configuration first: a certificate directory that cannot be read fails at once,
     // not after waiting the whole start-up timeout for an API server that may be away.
-    if (settings.webhook?.certPath) await readCertificateDir(settings.webhook.certPath);
+    if (settings.webhook?.certPath) {
+      const { readCertificateDir } = await import("../webhook/cert_dir.ts");
+      await readCertificateDir(settings.webhook.certPath);
+    }
     const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
     // Outside a cluster nothing may depend on the operator's namespace: see _run_settings.ts.
