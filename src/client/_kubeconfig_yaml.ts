@@ -1,11 +1,11 @@
 // Reading a kubeconfig without loading a YAML library. Kubeconfigs written by kubectl, kind,
 // k3d, cloud CLIs and kubeno are a small part of YAML: block mappings and sequences, plain
 // and quoted one-line scalars, comments, and one-line flow collections. This parser reads
-// exactly that part, with the YAML 1.2 core schema the full parser (npm:yaml, behind
+// exactly that part, with the YAML 1.2 core schema the full parser (npm:js-yaml, behind
 // util/yaml.ts) uses, and gives up — returns `undefined` — on anything else: block scalars,
 // anchors, aliases, tags, multi-line scalars or flows, several documents, tabs, duplicate
 // keys. The caller then loads the full parser, which also produces the error messages.
-// Loading npm:yaml costs an operator about 8 MiB of resident memory and start-up time; a
+// Loading the full parser costs an operator about 2 MiB of resident memory and start-up time; a
 // pod's in-cluster configuration needs no YAML at all.
 
 /** Why the subset parser gave up (only used to unwind; the caller falls back). */

@@ -1,10 +1,13 @@
 /**
- * kubeno's one door to YAML. It wraps `npm:yaml` because JSR's `@std/yaml` cannot be reached
- * from the machines kubeno is built on; swapping back is a change to this file alone.
+ * kubeno's one door to YAML. It wraps `npm:js-yaml` because JSR's `@std/yaml` (itself a port of
+ * js-yaml) cannot be reached from the machines kubeno is built on; swapping back is a change to
+ * this file alone. js-yaml is an ES module: `npm:yaml`, which kubeno used before, loads as
+ * CommonJS and cost every program that imports kubeno about 10 MiB of resident memory and tens
+ * of milliseconds at start (issue 29).
  *
  * @module
  */
-import { parseAllDocuments, stringify } from "yaml";
+import { dump, loadAll, YAMLException } from "js-yaml";
 
 /**
  * Serialises values as YAML documents separated by `---`.
@@ -20,9 +23,9 @@ import { parseAllDocuments, stringify } from "yaml";
  * ```
  */
 export function toYaml(docs: unknown[]): string {
-  return docs.map((d) => stringify(d, { lineWidth: 0, aliasDuplicateObjects: false })).join(
-    "---\n",
-  );
+  // No line folding, no anchors for objects that appear twice; strings a YAML 1.1 reader
+  // (kubectl's) would take for another type ('yes', '0755', '2024-01-01') are quoted.
+  return docs.map((d) => dump(d, { lineWidth: -1, noRefs: true })).join("---\n");
 }
 
 /**
@@ -40,16 +43,13 @@ export function toYaml(docs: unknown[]): string {
  * ```
  */
 export function fromYaml(text: string): unknown[] {
-  const out: unknown[] = [];
-  for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length) {
-      const e = doc.errors[0];
-      throw new SyntaxError(
-        `Cannot parse YAML at line ${e.linePos?.[0].line ?? "?"}: ${e.message.split("\n")[0]}`,
-      );
-    }
-    const v = doc.toJS();
-    if (v !== null && v !== undefined) out.push(v);
+  let docs: unknown[];
+  try {
+    docs = loadAll(text);
+  } catch (err) {
+    if (!(err instanceof YAMLException)) throw err;
+    const line = err.mark ? err.mark.line + 1 : "?";
+    throw new SyntaxError(`Cannot parse YAML at line ${line}: ${err.reason ?? err.message}`);
   }
-  return out;
+  return docs.filter((v) => v !== null && v !== undefined);
 }
