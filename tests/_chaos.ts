@@ -331,6 +331,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
     const unfinalized = doomed.filter((name) => !finalized.has(`${NS}/${name}`));
     if (unfinalized.length) {
+      // What each replica logged about them, and what the API server holds: enough to tell a
+      // missed event from a reconcile that never ended.
+      for (const name of unfinalized.slice(0, 3)) {
+        const key = `${NS}/${name}`;
+        for (const r of replicas) {
+          for (const l of r.lines().filter((l) => l.raw.includes(`"${key}"`))) {
+            say(`  ${name} (${r.name}): ${l.raw}`);
+          }
+        }
+        const w = await admin.get(Widget, name, { namespace: NS }).catch((e) => String(e));
+        say(`  ${name} now: ${typeof w === "string" ? w : JSON.stringify(w.metadata)}`);
+      }
       problems.push(
         `${unfinalized.length} deleted ${Kind.kind}s were never finalized: ${
           unfinalized.slice(0, 5)

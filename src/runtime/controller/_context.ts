@@ -23,7 +23,7 @@ import type { Resource } from "../../core/resource.ts";
 import type { CacheGetOptions, CacheListOptions, CacheReader } from "../cache/reader.ts";
 import { objectKey } from "../../core/object_key.ts";
 import { compareResourceVersions, type WriteMemory } from "./_write_memory.ts";
-import type { OwnWrite, OwnWriteOp } from "./_own_writes.ts";
+import { type OwnWrite, type OwnWriteOp, type Wrote, wroteOnly } from "./_own_writes.ts";
 import { dataCopy } from "../../util/freeze.ts";
 
 /** A write the server answered, as the context reports it to {@linkcode Tracking}. */
@@ -35,6 +35,11 @@ export interface TrackedWrite {
   readonly answer: KubeObject | undefined;
   /** The resourceVersion the write was made on. */
   readonly base: string | undefined;
+  /**
+   * The answer shows more than this write changed (see `wroteOnly`): someone else's change
+   * made after `base`, which the reconcile did not see; its event is news, not an echo.
+   */
+  readonly mixed?: boolean;
   readonly uid: string | undefined;
 }
 
@@ -142,12 +147,16 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   let latest: T = init.cached;
   // `ctx.cache`: with tracking, it shows this primary's own writes the cache has not yet.
   const cache = tracking ? new OwnWritesReader(init.cache, tracking, m.namespace) : init.cache;
-  // The version of an object a write is made on: what `ctx.cache` shows of it (the newest
-  // this context knows, its own writes included); none when the kind is not cached here.
-  const baseOf = (kind: Resource<any>, name: string, namespace: string | undefined) => {
-    if (isPrimary(kind, { metadata: { name, namespace } })) return latest.metadata.resourceVersion;
+  // The object a write is made on: what `ctx.cache` shows of it (the newest this context
+  // knows, its own writes included); none when the kind is not cached here.
+  const baseOf = (
+    kind: Resource<any>,
+    name: string,
+    namespace: string | undefined,
+  ): KubeObject | undefined => {
+    if (isPrimary(kind, { metadata: { name, namespace } })) return latest;
     try {
-      return cache.get(kind, name, { namespace })?.metadata.resourceVersion;
+      return cache.get(kind, name, { namespace });
     } catch {
       return undefined;
     }
@@ -160,15 +169,18 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   // Nothing is sent once the signal aborted (the attempt ran past its `timeoutMs`, or the
   // shutdown gave up on it): the runner no longer waits for this attempt and may already run
   // the next one of this key, which a late write of this one would overwrite.
+  // `wrote` is what the write sets (see `wroteOnly`), for telling its echo from news.
   const write = async <R extends KubeObject | undefined>(
     kind: Resource<any>,
     op: OwnWriteOp,
     target: { name: string; namespace: string | undefined; uid?: string },
     send: () => Promise<R>,
+    wrote: Wrote = "all",
   ): Promise<R> => {
     signal.throwIfAborted();
     const primary = isPrimary(kind, { metadata: target });
-    const base = op === "write" ? baseOf(kind, target.name, target.namespace) : undefined;
+    const baseObject = op === "write" ? baseOf(kind, target.name, target.namespace) : undefined;
+    const base = baseObject?.metadata.resourceVersion;
     const settle = tracking?.begin(kind);
     let answer: R;
     try {
@@ -181,6 +193,9 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     if (answer && op !== "delete" && primary) latest = answer as unknown as T;
     // A write that changed nothing returns the version it was made on: nothing to wait for.
     const noop = op === "write" && answer?.metadata.resourceVersion === base;
+    // Made on a stale version, a write that changed nothing answers someone else's newer
+    // version: not an echo to skip (see _own_writes.ts).
+    const mixed = !noop && baseObject && answer && !wroteOnly(baseObject, answer, wrote);
     settle?.(
       noop ? undefined : {
         op,
@@ -188,6 +203,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
         namespace: kind.namespaced ? answer?.metadata.namespace ?? target.namespace : undefined,
         answer,
         base,
+        ...(mixed ? { mixed: true } : {}),
         uid: answer?.metadata.uid ?? target.uid,
       },
     );
@@ -256,7 +272,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
         target.name,
         { ...guard, status } as unknown as MergePatch<T>,
         { namespace: target.namespace, fieldManager, signal },
-      ));
+      ), { status });
     if (mine) init.memory?.recordStatus(key, status, out.metadata.resourceVersion);
     return out;
   };
@@ -306,6 +322,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
         "write",
         { name, namespace },
         () => client.apply(kind, desired, { force: true, fieldManager, signal }),
+        desired,
       );
       if (mine) init.memory?.recordApply(mine.key, desired);
       return out;
@@ -351,6 +368,7 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
         "write",
         t,
         () => client.patch(kind, t.name, patch, { namespace: t.namespace, fieldManager, signal }),
+        patch,
       );
     },
     async delete<U extends KubeObject>(
@@ -392,17 +410,15 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   };
   return {
     ctx,
-    patchPrimary(make: (latest: T) => MergePatch<T>): Promise<T> {
-      return write(
+    async patchPrimary(make: (latest: T) => MergePatch<T>): Promise<T> {
+      signal.throwIfAborted();
+      const patch = make(latest);
+      return await write(
         res,
         "write",
         { name: m.name!, namespace: m.namespace },
-        () =>
-          client.patch(res, m.name!, make(latest), {
-            namespace: m.namespace,
-            fieldManager,
-            signal,
-          }),
+        () => client.patch(res, m.name!, patch, { namespace: m.namespace, fieldManager, signal }),
+        patch,
       );
     },
   };

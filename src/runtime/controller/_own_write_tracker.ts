@@ -51,7 +51,13 @@ export interface OwnWriteTrackerInit {
 interface Sending {
   count: number;
   events: { ev: ObjectEvent<KubeObject>; cause: QueueCause; priority?: number }[];
-  answers: { key: string; op: OwnWrite["op"]; rv: string | undefined; base: string | undefined }[];
+  answers: {
+    key: string;
+    op: OwnWrite["op"];
+    rv: string | undefined;
+    base: string | undefined;
+    mixed: boolean | undefined;
+  }[];
 }
 const SEP = "\u0001";
 
@@ -263,6 +269,7 @@ export class OwnWriteTracker {
           op: w.op,
           rv: w.answer?.metadata.resourceVersion,
           base: w.base,
+          mixed: w.mixed,
         });
       }
       if (--s.count > 0) return;
@@ -309,6 +316,7 @@ export class OwnWriteTracker {
       op: w.op,
       rv: answer?.metadata.resourceVersion,
       base: w.base,
+      ...(w.mixed ? { mixed: true } : {}),
       uid: w.uid,
       // What ctx.cache shows until the cache has it; the primary is the context's own. A copy:
       // the reconcile gets `answer` itself back and may change it.

@@ -20,7 +20,12 @@
 // A watch event that is exactly one of these writes — its new resourceVersion the written
 // one, its old one the version the write was made on — is the write's echo: it starts no
 // reconcile of the primary that wrote it (anything else changed in between gives another
-// old version, and does).
+// old version, and does). That holds only when the server made the answered version for
+// this write. A patch or apply made on a stale cached version that changes nothing on the
+// server answers the object as someone else left it (a deletion, a new spec), at their
+// version; and a relist hands the cache that version with the stale one as its old state.
+// So a write whose answer differs from the object it was made on anywhere the write did not
+// set is marked `mixed` ({@linkcode wroteOnly}): its event is news, never an echo.
 import type { KubeObject } from "../../core/object.ts";
 import { compareResourceVersions } from "./_write_memory.ts";
 
@@ -38,6 +43,11 @@ export interface OwnWrite {
   readonly rv: string | undefined;
   /** The resourceVersion the write was made on; none for a create. */
   readonly base: string | undefined;
+  /**
+   * The answer shows changes besides this write's (someone else's, made after the version
+   * the write was made on): its event is never this write's echo.
+   */
+  readonly mixed?: boolean;
   /** The object's uid, when known. */
   readonly uid: string | undefined;
   /** The server's answer (frozen), what `ctx.cache` shows until the cache has it. */
@@ -73,7 +83,7 @@ const MAX_CHAIN = 8;
 
 interface Stored {
   write: OwnWrite;
-  chain: Pick<OwnWrite, "op" | "rv" | "base">[];
+  chain: Pick<OwnWrite, "op" | "rv" | "base" | "mixed">[];
 }
 const NONE: ReadonlySet<string> = new Set();
 
@@ -230,13 +240,13 @@ function confirms(rv: string | undefined, written: string | undefined): boolean 
  * delete).
  */
 export function isEcho(
-  w: Pick<OwnWrite, "op" | "rv" | "base">,
+  w: Pick<OwnWrite, "op" | "rv" | "base" | "mixed">,
   type: "added" | "modified" | "deleted",
   rv: string | undefined,
   oldRv: string | undefined,
 ): boolean {
   if (type === "deleted") return w.op === "delete" && (w.rv === undefined || rv === w.rv);
-  if (w.rv === undefined || rv !== w.rv) return false;
+  if (w.mixed || w.rv === undefined || rv !== w.rv) return false;
   // A create, or an apply (or other write) made on no known version: it created the object.
   if (type === "added") return w.op === "create" || w.base === undefined;
   return w.base !== undefined && oldRv === w.base;
@@ -260,4 +270,62 @@ function inCache(
   // Absent: not shown yet, or shown and deleted since by someone else (the cache is past it).
   return w.rv !== undefined && watermark !== undefined &&
     compareResourceVersions(watermark, w.rv) >= 0;
+}
+
+/**
+ * What a write set: the body of a merge patch or an apply (the fields it names, each with
+ * everything under it), or `"all"` for a replace.
+ */
+export type Wrote = object | "all";
+
+// Set by the server on every write, or stripped by the cache: never a sign of another's change.
+const SERVER_METADATA = new Set(["resourceVersion", "managedFields", "generation"]);
+
+/**
+ * Whether `answer` is `base` changed only where `wrote` set fields: then the server made the
+ * answered version for this write alone, and its watch event is the write's echo. A field the
+ * write did not name that differs — a `deletionTimestamp`, another's label, a new spec under a
+ * status patch — means the answer also shows someone else's change the reconcile did not see.
+ * Server-set metadata (`resourceVersion`, `generation`, `managedFields`) is not compared.
+ *
+ * @param base The object the write was made on, as the reconcile saw it.
+ * @param answer The server's answer.
+ * @param wrote The write's body (see {@linkcode Wrote}).
+ * @returns `true` when nothing but the write explains the answer.
+ */
+export function wroteOnly(base: KubeObject, answer: KubeObject, wrote: Wrote): boolean {
+  if (wrote === "all") return true;
+  return sameOutside(base, answer, wrote, 0);
+}
+
+function sameOutside(a: unknown, b: unknown, wrote: unknown, depth: number): boolean {
+  if (a === b) return true;
+  // A field the write added or emptied: only what it named under it may differ.
+  if (a === undefined && isRecord(b) && isRecord(wrote)) a = {};
+  if (b === undefined && isRecord(a) && isRecord(wrote)) b = {};
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameOutside(a[i], b[i], undefined, -1)) return false;
+    return true;
+  }
+  const covered = typeof wrote === "object" && wrote !== null && !Array.isArray(wrote)
+    ? wrote as Record<string, unknown>
+    : undefined;
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const check = (k: string): boolean => {
+    if (depth === 1 && SERVER_METADATA.has(k)) return true;
+    const w = covered?.[k];
+    // A field the write set to a value (or removed, `null`) is the write's, with all below it.
+    if (w !== undefined && (typeof w !== "object" || w === null || Array.isArray(w))) return true;
+    return sameOutside(ra[k], rb[k], w, depth === 0 && k === "metadata" ? 1 : -1);
+  };
+  for (const k in ra) if (!check(k)) return false;
+  for (const k in rb) if (!(k in ra) && !check(k)) return false;
+  return true;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../core/object.ts";
-import { type CacheView, type OwnWrite, OwnWrites } from "./_own_writes.ts";
+import { type CacheView, isEcho, type OwnWrite, OwnWrites, wroteOnly } from "./_own_writes.ts";
 
 const CM = "v1\u0000ConfigMap";
 
@@ -120,4 +120,54 @@ Deno.test("OwnWrites: a kind the controller does not cache is not waited for; fo
   w.forget("p");
   assert.equal(w.size, 0);
   assert.equal(w.observe(CM, "modified", obj("a", "20"), obj("a", "10")).echoes.size, 0);
+});
+
+Deno.test("wroteOnly: an answer that shows another's change besides the write's is no echo", () => {
+  const base = {
+    metadata: {
+      name: "w",
+      namespace: "ns",
+      resourceVersion: "286",
+      generation: 1,
+      finalizers: ["f"],
+    },
+    spec: { size: 1 },
+  };
+  // A status patch made on 286 that the server applied on its own: the answer is the write.
+  const own = {
+    ...base,
+    metadata: { ...base.metadata, resourceVersion: "298", managedFields: [{ manager: "m" }] },
+    status: { phase: "Ready" },
+  };
+  assert.ok(wroteOnly(base, own, { status: { phase: "Ready" } }));
+  // The same patch changed nothing on the server: it answers someone's deletion, at 643.
+  const deleted = {
+    ...own,
+    metadata: {
+      ...own.metadata,
+      resourceVersion: "643",
+      deletionTimestamp: "2026-12-03T17:46:05Z",
+    },
+  };
+  assert.ok(!wroteOnly(base, deleted, { status: { phase: "Ready" } }));
+  const respec = { ...own, metadata: { ...own.metadata, generation: 2 }, spec: { size: 3 } };
+  assert.ok(!wroteOnly(base, respec, { status: { phase: "Ready" } }), "a new spec is not ours");
+  assert.ok(wroteOnly(base, respec, { spec: { size: 3 }, status: { phase: "Ready" } }));
+  const label = { ...own, metadata: { ...own.metadata, labels: { a: "b" } } };
+  assert.ok(!wroteOnly(base, label, { status: { phase: "Ready" } }));
+  // A list the write set is its own, whole; a replace sets everything.
+  const unfinalized = { ...base, metadata: { ...base.metadata, finalizers: [] } };
+  assert.ok(wroteOnly(base, unfinalized, { metadata: { finalizers: [] } }));
+  assert.ok(!wroteOnly(base, unfinalized, { metadata: { labels: { a: "b" } } }));
+  assert.ok(wroteOnly(base, deleted, "all"));
+
+  // A write marked mixed is never the echo, even at exactly its versions.
+  const w = { op: "write" as const, rv: "643", base: "286" };
+  assert.ok(isEcho(w, "modified", "643", "286"));
+  assert.ok(!isEcho({ ...w, mixed: true }, "modified", "643", "286"));
+  const written = new OwnWrites();
+  written.record("ns/w", { ...write("write", "w", "643", "286"), mixed: true });
+  const ev = written.observe(CM, "modified", obj("w", "643"), obj("w", "286"));
+  assert.equal(ev.echoes.size, 0, "the deletion is news to the primary");
+  assert.equal(written.size, 0, "the event confirms the write all the same");
 });
