@@ -340,7 +340,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             say(`  ${name} (${r.name}): ${l.raw}`);
           }
         }
-        const w = await admin.get(Widget, name, { namespace: NS }).catch((e) => String(e));
+        const w = await admin.get(Kind, name, { namespace: NS }).catch((e) => String(e));
         say(`  ${name} now: ${typeof w === "string" ? w : JSON.stringify(w.metadata)}`);
       }
       problems.push(

@@ -51,13 +51,7 @@ export interface OwnWriteTrackerInit {
 interface Sending {
   count: number;
   events: { ev: ObjectEvent<KubeObject>; cause: QueueCause; priority?: number }[];
-  answers: {
-    key: string;
-    op: OwnWrite["op"];
-    rv: string | undefined;
-    base: string | undefined;
-    mixed: boolean | undefined;
-  }[];
+  answers: ({ key: string } & Pick<OwnWrite, "op" | "rv" | "base" | "mixed">)[];
 }
 const SEP = "\u0001";
 

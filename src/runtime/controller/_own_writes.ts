@@ -309,9 +309,7 @@ function sameOutside(a: unknown, b: unknown, wrote: unknown, depth: number): boo
     for (let i = 0; i < a.length; i++) if (!sameOutside(a[i], b[i], undefined, -1)) return false;
     return true;
   }
-  const covered = typeof wrote === "object" && wrote !== null && !Array.isArray(wrote)
-    ? wrote as Record<string, unknown>
-    : undefined;
+  const covered = isRecord(wrote) ? wrote : undefined;
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
   const check = (k: string): boolean => {
