@@ -1,10 +1,10 @@
 // Memory per engaged cluster (issue 33): one fleet process engages 1, 2 and 4 members, each
 // caching the same N ConfigMaps (one informer per member: the members are names for one API
 // server, so only the operator's side grows). Measured: V8 heap used after a full GC, above
-// the heap of the same process with the fleet stopped, total and per member. Reported, never
-// asserted.
+// the heap of the same process before any fleet started, total and per member, and the
+// process's RSS above the same baseline. Reported, never asserted.
 //
-//   deno run -A --v8-flags=--expose-gc bench/fleet_memory_bench.ts [--objects 1000]
+//   deno task bench:fleet [--objects 1000]
 import { parseArgs } from "node:util";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
@@ -26,8 +26,9 @@ const heap = async () => {
     gc();
     await new Promise((r) => setTimeout(r, 50));
   }
-  return Deno.memoryUsage().heapUsed;
+  return Deno.memoryUsage();
 };
+const MiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
 await using cp = await startControlPlane();
 using client = await createClient({ kubeconfig: cp.kubeconfigPath });
@@ -56,19 +57,22 @@ for (const members of [1, 2, 4]) {
   while (fleet.clusters().filter((c) => c.ready).length < members) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  const used = await heap() - base;
+  const now = await heap();
+  const used = now.heapUsed - base.heapUsed;
   rows.push(
-    `| ${members} | ${N} | ${(used / 2 ** 20).toFixed(1)} | ${
-      (used / members / 2 ** 20).toFixed(1)
-    } |`,
+    `| ${members} | ${N} | ${MiB(used)} | ${MiB(used / members)} | ${MiB(now.rss - base.rss)} |`,
   );
   await fleet.stop();
   await running;
 }
 const after = await heap();
-console.log(`| members | ConfigMaps each | heap above idle, MiB | per member, MiB |`);
-console.log(`| --- | --- | --- | --- |`);
+console.log(
+  `| members | ConfigMaps each | heap above idle (MiB) | heap per member (MiB) | RSS above idle (MiB) |`,
+);
+console.log(`|---:|---:|---:|---:|---:|`);
 for (const r of rows) console.log(r);
 console.log(
-  `\nheap after the last fleet stopped: ${((after - base) / 2 ** 20).toFixed(1)} MiB above idle`,
+  `\nafter the last fleet stopped: heap ${MiB(after.heapUsed - base.heapUsed)} MiB, RSS ${
+    MiB(after.rss - base.rss)
+  } MiB above idle`,
 );
