@@ -38,9 +38,15 @@ function candidate(name: string, identity: string, releaseOnCancel = true): Lead
  * watches the Lease to record every change of holder in the server's order and each holder's
  * last `renewTime` (epoch ms).
  */
-function monitor(c: Client, lease: string, electors: LeaderElector[]) {
+/**
+ * Watches the Lease from a version listed before any elector starts, so it sees every holder
+ * however late its watch connection opens.
+ */
+async function monitor(c: Client, lease: string, electors: LeaderElector[]) {
+  const fieldSelector = `metadata.name=${lease}`;
+  const listed = await c.list(Lease, { namespace: NS, fieldSelector });
   let overlaps = 0;
-  const holders: string[] = [];
+  const holders: string[] = listed.items.map((l) => l.spec?.holderIdentity ?? "");
   const lastRenew = new Map<string, number>();
   const local = setInterval(() => {
     if (electors.filter((e) => e.isLeader).length > 1) overlaps++;
@@ -49,7 +55,8 @@ function monitor(c: Client, lease: string, electors: LeaderElector[]) {
   const watching = (async () => {
     const events = c.watchEvents(Lease, {
       namespace: NS,
-      fieldSelector: `metadata.name=${lease}`,
+      fieldSelector,
+      resourceVersion: listed.metadata.resourceVersion,
       signal: abort.signal,
     });
     for await (const ev of events) {
@@ -126,7 +133,7 @@ Deno.test("leader election against a real API server", async (t) => {
     async () => {
       const a = candidate("crash", "a", false);
       const b = candidate("crash", "b");
-      const mon = monitor(watcher, "crash", [a, b]);
+      const mon = await monitor(watcher, "crash", [a, b]);
       const crash = new AbortController();
       const stopB = new AbortController();
       const aEnded = a.run(crash.signal);
@@ -169,7 +176,7 @@ Deno.test("leader election against a real API server", async (t) => {
   await t.step("graceful release empties the Lease and the standby takes it", async () => {
     const a = candidate("handover", "a");
     const b = candidate("handover", "b");
-    const mon = monitor(watcher, "handover", [a, b]);
+    const mon = await monitor(watcher, "handover", [a, b]);
     const aEnded = a.run();
     await a.elected;
     const stopB = new AbortController();
@@ -244,7 +251,7 @@ Deno.test("leader election against a real API server", async (t) => {
   await t.step(
     "two processes: kill -9 of the leader, the other takes over; SIGTERM releases",
     async () => {
-      const mon = monitor(watcher, "processes", []);
+      const mon = await monitor(watcher, "processes", []);
       const p1 = spawnElector("p1");
       const p2 = spawnElector("p2");
       try {
