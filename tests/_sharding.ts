@@ -204,7 +204,22 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
     const per = await spread();
     return ids.every((id) => per.get(id!)?.length === SHARDS / k) && per.size === k;
   };
-  await waitFor(() => balanced(3), { what: "3 replicas holding 4 shards each", timeoutMs: 90_000 });
+  await waitFor(() => balanced(3), { what: "3 replicas holding 4 shards each", timeoutMs: 90_000 })
+    .catch(async (err) => {
+      // What each replica did, for a run that never balances.
+      const per = [...(await spread())].map(([h, shards]) => `${h || "free"}: ${shards.join(",")}`);
+      const exits = replicas.flatMap((r) => r.exits).map((e) => JSON.stringify(e));
+      const tails = all().map((i, k) =>
+        `instance ${k} (${identity(i) ?? "no identity"}):\n` +
+        i.lines.slice(-8).map((l) => `  ${l.raw}`).join("\n")
+      );
+      throw new Error(
+        `${(err as Error).message}\nshards: ${per.join("; ")}\nexits: ${
+          exits.join(", ") || "none"
+        }\n` +
+          tails.join("\n"),
+      );
+    });
   say(`${since()}: 3 replicas hold 4 shards each`);
 
   // Phase 1: objects created and converged; each cache holds its share.
