@@ -36,11 +36,8 @@ function candidate(name: string, identity: string, releaseOnCancel = true): Lead
 /**
  * Samples the electors' `isLeader` every 5 ms and counts the times more than one led, and
  * watches the Lease to record every change of holder in the server's order and each holder's
- * last `renewTime` (epoch ms).
- */
-/**
- * Watches the Lease from a version listed before any elector starts, so it sees every holder
- * however late its watch connection opens.
+ * last `renewTime` (epoch ms). It watches from a version listed before any elector starts, so
+ * it sees every holder however late its watch connection opens.
  */
 async function monitor(c: Client, lease: string, electors: LeaderElector[]) {
   const fieldSelector = `metadata.name=${lease}`;
