@@ -4,6 +4,7 @@
 // sized run to the end, the unsized one only until it has shown the point) and
 // bench/memory_limit_bench.ts (both to the end: the unsized margin).
 import { createClient } from "../src/client/client.ts";
+import { freePort } from "../src/testing/process.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { Bench } from "./_bench_resource.ts";
@@ -110,14 +111,6 @@ function read(path: string): string {
 
 function cgroup2Root(): string {
   return exists("/sys/fs/cgroup/cgroup.controllers") ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
-}
-
-/** A free loopback port. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 /** What one operator run under the limit did. */

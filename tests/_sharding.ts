@@ -27,6 +27,7 @@ import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { Shardwork } from "./fixtures/shard_operator.ts";
 import { mapConcurrent, waitFor } from "./_helpers.ts";
 import { type Instance, SupervisedReplica } from "./_supervised_replica.ts";
+import { freePort } from "../src/testing/process.ts";
 
 export const FIXTURE = new URL("./fixtures/shard_operator.ts", import.meta.url).pathname;
 const SHARDS = 12;
@@ -548,11 +549,4 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
   await Promise.all(replicas.map((r) => r.stop()));
   await Deno.remove(auditDir, { recursive: true }).catch(() => {});
   return { objects: n, shares, problems, measured };
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = l.addr.port;
-  l.close();
-  return port;
 }

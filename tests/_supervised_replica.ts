@@ -2,6 +2,8 @@
 // tests/fixtures/widget_operator.ts) as a Deployment's pod runs it: the process restarted
 // whenever it exits, with the kubelet's back-off, and every exit recorded with its reason.
 // Used by the chaos scenario (tests/_chaos.ts).
+import { freePort } from "../src/testing/process.ts";
+
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 
 /** The operator program a replica runs, besides its `run --leader-elect` flags. */
@@ -221,11 +223,4 @@ function classify(
     reason: `unexpected exit (code ${status.code}, signal ${status.signal}): ${last}`,
     kind: "unexpected",
   };
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = l.addr.port;
-  l.close();
-  return port;
 }

@@ -19,6 +19,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
+import { freePort } from "../src/testing/process.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator";
@@ -185,13 +186,6 @@ async function until<T>(
   } catch (err) {
     throw new Error(`${(err as Error).message}\n${detail()}`);
   }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = l.addr.port;
-  l.close();
-  return port;
 }
 
 function ms(n: number): string {

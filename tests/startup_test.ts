@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { waitFor } from "./_helpers.ts";
+import { freePort } from "../src/testing/process.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
@@ -92,13 +93,6 @@ function oneLine(stderr: string): string {
   const lines = stderr.trimEnd().split("\n");
   assert.equal(lines.length, 1, `expected one line on stderr, got:\n${stderr}`);
   return lines[0];
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = l.addr.port;
-  l.close();
-  return port;
 }
 
 async function probe(port: number, path: string): Promise<number> {

@@ -77,12 +77,42 @@ export class Supervised {
   }
 }
 
-/** A free TCP port on 127.0.0.1 at the time of the call. */
+/**
+ * A free TCP port on 127.0.0.1 at the time of the call, for a process to bind later.
+ *
+ * It is drawn at random from below the kernel's ephemeral range (`ip_local_port_range`), never
+ * from it: a port the kernel handed out for `port: 0` is also the kind it hands to outgoing
+ * connections, so between this call and the process's bind another connection's local end can
+ * take it (seen as kube-scheduler's "bind: address already in use"). One process never gets the
+ * same port twice.
+ */
 export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
+  const [low, high] = portRange();
+  for (let tries = 0; tries < 200; tries++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+    } catch {
+      continue;
+    }
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 between ${low} and ${high} after 200 tries`);
+}
+
+const handedOut = new Set<number>();
+
+/** Ports below the ephemeral range: [10000, its first port), or [10000, 32768) if unknown. */
+function portRange(): [number, number] {
+  let first = 32768;
+  try {
+    const text = Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range");
+    const n = Number(text.trim().split(/\s+/)[0]);
+    if (Number.isInteger(n) && n > 11000) first = n;
+  } catch { /* not Linux: the IANA default's start */ }
+  return [10000, first];
 }
 
 /**
