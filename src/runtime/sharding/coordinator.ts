@@ -695,8 +695,14 @@ export class ShardCoordinator {
     }
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const lease = attempt === 0 && this.#leases?.get({ name, namespace: this.namespace })
-          ? structuredClone(this.#leases.get({ name, namespace: this.namespace })!)
+        // The cache is trusted only when it says the Lease is ours (a stale copy then meets a
+        // conflict); that it is someone else's may just mean it has not shown this replica's
+        // own take yet, so the server is asked.
+        const cached = attempt === 0
+          ? this.#leases?.get({ name, namespace: this.namespace })
+          : undefined;
+        const lease = cached?.spec?.holderIdentity === this.identity
+          ? structuredClone(cached)
           : await this.#client.get(Lease, name, opts);
         if (lease.spec?.holderIdentity !== this.identity) return true;
         lease.spec = { ...lease.spec, holderIdentity: "", renewTime: microTime(this.#clock.now()) };

@@ -41,6 +41,8 @@ class LeaseServer {
   readonly #wakers = new Set<() => void>();
   /** Names of the Leases whose writes fail while set. */
   readonly failing = new Set<string>();
+  /** Watch events of the Leases it matches are held back (a cache that lags), lists are not. */
+  withhold: ((lease: Lease) => boolean) | undefined;
 
   client(): Client {
     const standIn = {
@@ -137,6 +139,7 @@ class LeaseServer {
     while (!o.signal?.aborted) {
       for (const e of this.#log.filter((e) => e.rv > from)) {
         from = e.rv;
+        if (this.withhold?.(e.object)) continue;
         yield { type: e.type, object: structuredClone(e.object) };
       }
       await new Promise<void>((resolve) => {
@@ -473,6 +476,27 @@ Deno.test("ShardCoordinator.run resolves stopped on abort, after freeing its sha
   assert.deepEqual(r1.owned, []);
   assert.equal(r1.filter.selector, null);
   assert.equal(clock.pending, 0, "no timer left behind");
+});
+
+Deno.test("ShardCoordinator.run frees on abort the shards it took that its cache has not shown yet", async () => {
+  const server = new LeaseServer();
+  const clock = new FakeClock(1_000_000);
+  const r0 = coordinator(server, clock, "r0");
+  const stop0 = new AbortController();
+  const running0 = r0.run(stop0.signal);
+  await advanceUntil(clock, () => r0.owned.length === 4, "r0 to hold every shard");
+  stop0.abort();
+  assert.equal(await running0, "stopped");
+  // The free shard Leases are cached as such; what r1 writes to them never reaches its cache.
+  server.withhold = (lease) => lease.metadata.name!.includes("-shard-");
+  const r1 = coordinator(server, clock, "r1");
+  const stop1 = new AbortController();
+  const running1 = r1.run(stop1.signal);
+  await advanceUntil(clock, () => r1.owned.length === 4, "r1 to take every shard");
+  for (let i = 0; i < 4; i++) assert.equal(holderOf(server, i), "r1");
+  stop1.abort();
+  assert.equal(await running1, "stopped");
+  for (let i = 0; i < 4; i++) assert.equal(holderOf(server, i), "", `shard ${i} is free`);
 });
 
 Deno.test("ShardCoordinator named: one shard per name, balanced over members and sticky as names and members change", async () => {
