@@ -713,8 +713,8 @@ export class Client implements Disposable {
 
   /**
    * Drops the client's pooled connections and keeps the client usable; the next request
-   * opens a new connection. `watch()` calls it after detecting a stalled stream, because all
-   * requests share one HTTP/2 connection and a stalled one would stall the restarted watch too.
+   * opens a new connection. `watch()` calls it after detecting a stalled stream, because the
+   * restarted watch would otherwise reuse a pooled keep-alive connection on the same dead path.
    *
    * @example Start over on fresh connections
    * ```ts

@@ -210,7 +210,7 @@ function failed<T extends KubeObject>(
   }
   if (isStalled(err)) {
     ctx.stats.stalls++;
-    // Over HTTP/2 the restarted request would otherwise share the dead connection.
+    // The restarted request would otherwise reuse a pooled connection on the dead path.
     ctx.client.resetConnections?.();
   }
   if (isExpired(err) && retry.phase !== "sync-list") return expired(ctx, retry, err);

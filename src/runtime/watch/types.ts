@@ -95,7 +95,7 @@ export interface WatchClient {
   ): AsyncIterable<RawWatchEvent<T>[]>;
   /**
    * Closes pooled connections so that the next request opens a new one. Called after a
-   * stall: over HTTP/2 the restarted watch would otherwise share the dead connection.
+   * stall: the restarted watch would otherwise reuse a pooled connection on the dead path.
    */
   resetConnections?(): void;
 }
