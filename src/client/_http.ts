@@ -14,6 +14,7 @@ import {
   startSniRelay,
 } from "./_sni_relay.ts";
 import { inSpan, tracing } from "../util/trace.ts";
+import { Http1Pool } from "./_http1.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -80,8 +81,17 @@ export class Transport {
   /** With `insecure-skip-tls-verify`: one relay per client certificate. */
   #insecure = new Map<string, Promise<InsecureRelay>>();
   #clients = new Map<string, Deno.HttpClient>();
+  /**
+   * One-shot requests over kubeno's own HTTP/1.1 connections (`_http1.ts`), one pool per
+   * client certificate; undefined where fetch must carry them (a proxy, `tls-server-name`,
+   * `insecure-skip-tls-verify`, plain HTTP).
+   */
+  #pools: Map<string, Http1Pool> | undefined;
+  /** The server URL's path prefix (e.g. a Rancher cluster proxy's), without a trailing `/`. */
+  #prefix = "";
   #closed = false;
   readonly #headerCache = new WeakMap<Credentials, Map<string, HeadersInit>>();
+  readonly #lists = new WeakMap<object, [string, string][]>();
   readonly #deadlines = new Map<string, AbortSignal>();
   readonly #combined = new WeakMap<AbortSignal, { timeout: AbortSignal; either: AbortSignal }>();
 
@@ -91,6 +101,13 @@ export class Transport {
     const url = new URL(access.server);
     this.#host = url.host;
     this.#base = access.server;
+    if (
+      url.protocol === "https:" && !access.proxy && !access.tlsServerName &&
+      !access.insecureSkipTlsVerify && !environmentProxy()
+    ) {
+      this.#pools = new Map();
+      this.#prefix = url.pathname.replace(/\/+$/, "");
+    }
     if (access.insecureSkipTlsVerify) {
       // Plain HTTP to the relay, which runs the TLS; the host only names the server.
       this.#base = `http://${url.host}${url.pathname}`.replace(/\/+$/, "");
@@ -111,6 +128,8 @@ export class Transport {
     this.#closed = true;
     for (const c of this.#clients.values()) c.close();
     this.#clients.clear();
+    for (const p of this.#pools?.values() ?? []) p.close();
+    this.#pools?.clear();
     this.#relay?.close();
     this.#relay = undefined;
     for (const r of this.#insecure.values()) r.then((relay) => relay.close(), () => {});
@@ -125,6 +144,24 @@ export class Transport {
   resetConnections(): void {
     for (const c of this.#clients.values()) c.close();
     this.#clients.clear();
+    for (const p of this.#pools?.values() ?? []) p.reset();
+  }
+
+  #pool(cert: string | undefined, key: string | undefined): Http1Pool {
+    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
+    const id = cert && key ? `${cert}\0${key}` : "";
+    let pool = this.#pools!.get(id);
+    if (!pool) {
+      const url = new URL(this.#access.server);
+      pool = new Http1Pool({
+        hostname: url.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(url.port || 443),
+        caCerts: this.#access.caCerts,
+        ...(cert && key ? { cert, key } : {}),
+      }, url.host);
+      this.#pools!.set(id, pool);
+    }
+    return pool;
   }
 
   async #client(cert: string | undefined, key: string | undefined): Promise<Deno.HttpClient> {
@@ -229,15 +266,85 @@ export class Transport {
     });
   }
 
-  async #sendOnce(spec: RequestSpec): Promise<Response> {
+  #sendOnce(spec: RequestSpec): Promise<Response> {
+    return this.#refreshing(spec, (creds) => this.#send(spec, creds));
+  }
+
+  /** Runs `exchange`, and once more with refreshed credentials after a 401 that refreshed. */
+  async #refreshing<R>(
+    spec: RequestSpec,
+    exchange: (creds: Credentials) => Promise<R>,
+  ): Promise<R> {
     const creds = await this.#access.credentials();
     try {
-      return await this.#send(spec, creds);
+      return await exchange(creds);
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 401) || !this.#access.invalidate) throw e;
       if (spec.signal?.aborted || !(await this.#access.invalidate(creds))) throw e;
     }
-    return await this.#send(spec, await this.#access.credentials());
+    return await exchange(await this.#access.credentials());
+  }
+
+  /**
+   * Whether `spec` goes over kubeno's own HTTP/1.1 connections: a one-shot request read whole
+   * (not a list, whose large pages fetch receives compressed), no proxy or relay in the way,
+   * and no tracing (fetch's spans and trace context stay with traced requests).
+   */
+  #direct(spec: RequestSpec): boolean {
+    return this.#pools !== undefined && spec.target.verb !== "list" &&
+      spec.acceptEncoding === undefined && !tracing();
+  }
+
+  /** One request over a pooled HTTP/1.1 connection; the 2xx body as text. */
+  async #exchange(spec: RequestSpec, creds: Credentials): Promise<string> {
+    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
+    const timeout = timeoutMs === null ? undefined : this.#deadline(timeoutMs);
+    const signal = spec.signal && timeout
+      ? this.#either(spec.signal, timeout)
+      : spec.signal ?? timeout;
+    const started = performance.now();
+    let res;
+    try {
+      res = await this.#pool(creds.cert, creds.key).request({
+        method: spec.method,
+        path: this.#prefix + spec.path,
+        headers: this.#headerList(spec, creds, body !== undefined),
+        body,
+        signal,
+      });
+    } catch (e) {
+      this.#report(spec, 0, started);
+      throw this.#networkError(spec, e, timeout, timeoutMs);
+    }
+    this.#report(spec, res.status, started);
+    if (res.status >= 200 && res.status < 300) return res.body;
+    throw ApiError.fromStatus(
+      spec.target,
+      res.status,
+      parseStatus(res.body) ?? res.body,
+      res.headers.get("retry-after") ?? null,
+    );
+  }
+
+  /** {@link #headers} as a list for `_http1.ts`, refused when a value holds a line break. */
+  #headerList(spec: RequestSpec, creds: Credentials, hasBody: boolean): [string, string][] {
+    const init = this.#headers(spec, creds, hasBody, true);
+    let list = this.#lists.get(init);
+    if (!list) {
+      list = (Array.isArray(init) ? init : Object.entries(init)) as [string, string][];
+      for (const [k, v] of list) {
+        if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) {
+          throw new ConnectionError(
+            this.server,
+            spec.target.verb,
+            new Error(`header ${JSON.stringify(k)} holds a line break; check the credentials`),
+          );
+        }
+      }
+      this.#lists.set(init, list);
+    }
+    return list;
   }
 
   async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
@@ -283,9 +390,11 @@ export class Transport {
    * The request's headers, built once per credentials and kind of request (accept, encoding,
    * content type) and shared by every request of that kind: `fetch` copies them.
    */
-  #headers(spec: RequestSpec, creds: Credentials, hasBody: boolean): HeadersInit {
+  #headers(spec: RequestSpec, creds: Credentials, hasBody: boolean, direct = false): HeadersInit {
+    // fetch asks for gzip and br by itself; kubeno's own HTTP/1.1 path asks for gzip, as
+    // client-go does, and decodes it.
     const encoding = spec.acceptEncoding ??
-      (this.#access.disableCompression ? "identity" : undefined);
+      (this.#access.disableCompression ? "identity" : direct ? "gzip" : undefined);
     const accept = spec.accept ?? "application/json";
     const type = hasBody ? spec.contentType ?? "application/json" : undefined;
     const id = `${accept}\0${encoding ?? ""}\0${type ?? ""}`;
@@ -387,6 +496,9 @@ export class Transport {
    * @throws {ConnectionError} When no complete response arrived.
    */
   async json<R>(spec: RequestSpec): Promise<R> {
+    if (this.#direct(spec)) {
+      return this.parse<R>(spec, await this.#refreshing(spec, (c) => this.#exchange(spec, c)));
+    }
     const res = await this.send(spec);
     try {
       return await res.json() as R;
@@ -409,6 +521,7 @@ export class Transport {
    * @throws {ConnectionError} When no complete response arrived.
    */
   async text(spec: RequestSpec): Promise<string> {
+    if (this.#direct(spec)) return await this.#refreshing(spec, (c) => this.#exchange(spec, c));
     const res = await this.send(spec);
     try {
       return await res.text();
@@ -478,6 +591,18 @@ export class Transport {
     } catch {
       // A metrics hook must never break a request.
     }
+  }
+}
+
+/**
+ * Whether the environment names a proxy (`HTTPS_PROXY`, `ALL_PROXY`), which fetch honours by
+ * itself and kubeno's own HTTP/1.1 path does not: with one set, every request takes fetch.
+ */
+function environmentProxy(): boolean {
+  try {
+    return ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"].some((k) => !!Deno.env.get(k));
+  } catch {
+    return true; // unreadable: assume one, and leave it to fetch
   }
 }
 

@@ -6,6 +6,7 @@ import { createClient } from "./client.ts";
 import { resource } from "../core/resource.ts";
 import { ConfigMap, Namespace } from "../core/kinds.ts";
 import { ClusterRole } from "../core/api/rbac/v1.ts";
+import { createCa, issueCert } from "../util/x509.ts";
 
 type Workload = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 // A grouped, namespaced kind; loosely typed so that tests can send partial objects.
@@ -32,28 +33,47 @@ const json = (body: unknown, status = 200) =>
 const echo: Answer = (seen) =>
   json(seen.body ?? { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "echo" } });
 
+const CA = await createCa("stand-in");
+const SERVING = await issueCert({
+  commonName: "127.0.0.1",
+  ipAddresses: ["127.0.0.1"],
+  server: true,
+}, CA);
+
 /**
  * A stand-in API server on 127.0.0.1 and a client for it whose context namespace is `team`.
- * Each request is recorded and answered by `answer` (default: echo the body).
+ * Each request is recorded and answered by `answer` (default: echo the body). It serves
+ * HTTPS, so one-shot requests take the client's own HTTP/1.1 path (`_http1.ts`) and lists and
+ * watches `fetch`, as against a real API server; `plain` serves HTTP, where all take `fetch`.
  */
-async function stand(answer: Answer = echo, clientOptions: { fieldManager?: string } = {}) {
+async function stand(
+  answer: Answer = echo,
+  clientOptions: { fieldManager?: string; plain?: boolean } = {},
+) {
   const seen: Seen[] = [];
   let current = answer;
-  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
-    const url = new URL(req.url);
-    const text = await req.text();
-    const s: Seen = {
-      method: req.method,
-      path: url.pathname,
-      query: Object.fromEntries(url.searchParams),
-      contentType: req.headers.get("content-type"),
-      accept: req.headers.get("accept"),
-      authorization: req.headers.get("authorization"),
-      body: text ? JSON.parse(text) : undefined,
-    };
-    seen.push(s);
-    return await current(s, req);
-  });
+  const { plain, ...options } = clientOptions;
+  const tls = plain ? {} : { cert: SERVING.certPem, key: SERVING.keyPem };
+  const connections = new Set<number>();
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {}, ...tls },
+    async (req, info) => {
+      connections.add((info.remoteAddr as Deno.NetAddr).port);
+      const url = new URL(req.url);
+      const text = await req.text();
+      const s: Seen = {
+        method: req.method,
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        contentType: req.headers.get("content-type"),
+        accept: req.headers.get("accept"),
+        authorization: req.headers.get("authorization"),
+        body: text ? JSON.parse(text) : undefined,
+      };
+      seen.push(s);
+      return await current(s, req);
+    },
+  );
   const dir = await Deno.makeTempDir();
   const kubeconfig = `${dir}/config`;
   await Deno.writeTextFile(
@@ -62,15 +82,23 @@ async function stand(answer: Answer = echo, clientOptions: { fieldManager?: stri
       apiVersion: "v1",
       kind: "Config",
       "current-context": "c",
-      clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${server.addr.port}` } }],
+      clusters: [{
+        name: "c",
+        cluster: {
+          server: `${plain ? "http" : "https"}://127.0.0.1:${server.addr.port}`,
+          ...(plain ? {} : { "certificate-authority-data": btoa(CA.certPem) }),
+        },
+      }],
       users: [{ name: "u", user: { token: "s3cret" } }],
       contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
     }),
   );
-  const client = await createClient({ kubeconfig, ...clientOptions });
+  const client = await createClient({ kubeconfig, ...options });
   return {
     client,
     seen,
+    /** The client's connections seen so far (their source ports). */
+    connections,
     /** The last request received. */
     get last(): Seen {
       assert.ok(seen.length > 0, "no request was received");
@@ -92,7 +120,7 @@ function statusBody(code: number, reason: string, message: string, details?: unk
 }
 
 Deno.test("Client accepts an http:// server and authenticates with the kubeconfig's token", async () => {
-  await using api = await stand();
+  await using api = await stand(echo, { plain: true });
   assert.ok(api.client.server.startsWith("http://127.0.0.1:"));
   assert.equal(api.client.namespace, "team");
   assert.equal(api.client.fieldManager, "kubeno");
@@ -609,4 +637,196 @@ Deno.test("Client.request: any method and path, with a body and content type", a
   ]);
   assert.equal(api.last.contentType, "application/yaml");
   assert.deepEqual(api.last.body, { a: 1 });
+});
+
+Deno.test("Client over HTTPS: one-shot requests share one kept-alive connection, lists and watches use their own", async () => {
+  await using api = await stand();
+  for (let i = 0; i < 20; i++) await api.client.get(ConfigMap, `cm-${i}`);
+  await api.client.patch(ConfigMap, "cm-0", { data: { a: "1" } });
+  await api.client.delete(ConfigMap, "cm-1");
+  assert.equal(api.seen.length, 22);
+  assert.equal(api.connections.size, 1, `${api.connections.size} connections for 22 requests`);
+});
+
+Deno.test("Client over HTTPS: a chunked response body is read whole", async () => {
+  const enc = new TextEncoder();
+  await using api = await stand(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(ctl) {
+          const text = JSON.stringify({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: "big" },
+            data: { v: "x".repeat(200_000) },
+          });
+          for (let i = 0; i < text.length; i += 7_000) {
+            ctl.enqueue(enc.encode(text.slice(i, i + 7_000)));
+          }
+          ctl.close();
+        },
+      }),
+      { headers: { "Content-Type": "application/json" } },
+    )
+  );
+  const got = await api.client.get(ConfigMap, "big");
+  assert.equal(got.data?.v.length, 200_000);
+  await api.client.get(ConfigMap, "again"); // and the connection is still usable
+  assert.equal(api.connections.size, 1);
+});
+
+Deno.test("Client over HTTPS: an error status is an ApiError; an aborted request rejects with the signal's reason", async () => {
+  let hang = false;
+  let release = () => {};
+  const released = new Promise<void>((r) => release = r);
+  await using api = await stand((s) =>
+    hang ? released.then(() => json({})) : json(
+      statusBody(404, "NotFound", `configmaps "${s.path.split("/").pop()}" not found`, {
+        name: s.path.split("/").pop(),
+        kind: "configmaps",
+      }),
+      404,
+    )
+  );
+  const err = await api.client.get(ConfigMap, "gone").catch((e) => e);
+  assert.ok(err instanceof ApiError && isNotFound(err), String(err));
+  assert.match(err.message, /configmaps "gone" not found/);
+  hang = true;
+  const stop = new AbortController();
+  const pending = api.client.get(ConfigMap, "slow", { signal: stop.signal });
+  await new Promise((r) => setTimeout(r, 50));
+  stop.abort(new Error("stop now"));
+  await assert.rejects(pending, /stop now/);
+  release(); // the stand-in's handler ends, so that it can shut down
+  hang = false;
+  const after = await api.client.get(ConfigMap, "next").catch((e) => e);
+  assert.ok(isNotFound(after), "the client works after an aborted request");
+});
+
+Deno.test("Client over HTTPS: a kept-alive connection the server closed is retried on a new one", async () => {
+  // A server that answers one request per connection and then closes it without saying so
+  // (no `Connection: close`), as an idle timeout racing the next request does.
+  const listener = Deno.listenTls({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: SERVING.certPem,
+    key: SERVING.keyPem,
+  });
+  let accepted = 0;
+  const serving = (async () => {
+    for await (const conn of listener) {
+      accepted++;
+      (async () => {
+        const buf = new Uint8Array(16_384);
+        let got = "";
+        while (!got.includes("\r\n\r\n")) {
+          const n = await conn.read(buf);
+          if (n === null) return conn.close();
+          got += new TextDecoder().decode(buf.subarray(0, n));
+        }
+        const body = JSON.stringify({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "a" },
+        });
+        await conn.write(
+          new TextEncoder().encode(
+            `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+          ),
+        );
+        conn.close();
+      })().catch(() => {});
+    }
+  })();
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "c",
+        clusters: [{
+          name: "c",
+          cluster: {
+            server: `https://127.0.0.1:${listener.addr.port}`,
+            "certificate-authority-data": btoa(CA.certPem),
+          },
+        }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
+      }),
+    );
+    using client = await createClient({ kubeconfig: `${dir}/config` });
+    for (let i = 0; i < 3; i++) {
+      await client.get(ConfigMap, "a");
+      await new Promise((r) => setTimeout(r, 20)); // the close reaches the client first
+    }
+    assert.equal(accepted, 3);
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Client over HTTPS: asks for gzip, as client-go does, and reads a gzip-compressed body", async () => {
+  let asked: string | null = null;
+  await using api = await stand(async (_s, req) => {
+    asked = req.headers.get("accept-encoding");
+    const text = JSON.stringify({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "z" },
+      data: { v: "y".repeat(50_000) },
+    });
+    const gz = await new Response(
+      new Blob([text]).stream().pipeThrough(new CompressionStream("gzip")),
+    ).arrayBuffer();
+    return new Response(gz, {
+      headers: { "Content-Type": "application/json", "Content-Encoding": "gzip" },
+    });
+  });
+  const got = await api.client.get(ConfigMap, "z");
+  assert.equal(asked, "gzip");
+  assert.equal(got.data?.v.length, 50_000);
+});
+
+Deno.test("Client over HTTPS: a server that never completes the handshake does not outlast the request's signal", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn); // accepted, never answered
+  })();
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "c",
+        clusters: [{
+          name: "c",
+          cluster: {
+            server: `https://127.0.0.1:${listener.addr.port}`,
+            "certificate-authority-data": btoa(CA.certPem),
+          },
+        }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    using client = await createClient({ kubeconfig: `${dir}/config` });
+    const stop = new AbortController();
+    const pending = client.get(ConfigMap, "a", { namespace: "x", signal: stop.signal });
+    await new Promise((r) => setTimeout(r, 100));
+    stop.abort(new Error("gave up"));
+    await assert.rejects(pending, /gave up/);
+  } finally {
+    listener.close();
+    for (const c of held) c.close();
+    await accepting.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
 });
