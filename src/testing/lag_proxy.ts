@@ -7,7 +7,7 @@
  * Where the fault proxy (`startFaultProxy`) copies TCP bytes (and so cannot tell one request from
  * another), this proxy terminates TLS, reads each request and forwards it upstream as a new
  * request, so it can pick out the watches of one resource among all the streams multiplexed
- * on one HTTP/2 connection.
+ * on one connection (HTTP/2, or several HTTP/1.1 ones).
  *
  * ## Flow
  *
