@@ -298,11 +298,7 @@ export class Transport {
   /** One request over a pooled HTTP/1.1 connection; the 2xx body as text. */
   async #exchange(spec: RequestSpec, creds: Credentials): Promise<string> {
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
-    const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
-    const timeout = timeoutMs === null ? undefined : this.#deadline(timeoutMs);
-    const signal = spec.signal && timeout
-      ? this.#either(spec.signal, timeout)
-      : spec.signal ?? timeout;
+    const { signal, timeout, timeoutMs } = this.#signal(spec);
     const started = performance.now();
     let res;
     try {
@@ -350,11 +346,7 @@ export class Transport {
   async #send(spec: RequestSpec, creds: Credentials): Promise<Response> {
     let body: string | undefined;
     if (spec.body !== undefined) body = JSON.stringify(spec.body);
-    const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
-    const timeout = timeoutMs === null ? undefined : this.#deadline(timeoutMs);
-    const signal = spec.signal && timeout
-      ? this.#either(spec.signal, timeout)
-      : spec.signal ?? timeout;
+    const { signal, timeout, timeoutMs } = this.#signal(spec);
     const started = performance.now();
     let res: Response;
     try {
@@ -415,6 +407,20 @@ export class Transport {
       : h;
     byKind.set(id, headers);
     return headers;
+  }
+
+  /** The request's signal (its own and its deadline), and the deadline, for the errors. */
+  #signal(spec: RequestSpec): {
+    signal: AbortSignal | undefined;
+    timeout: AbortSignal | undefined;
+    timeoutMs: number | null;
+  } {
+    const timeoutMs = spec.timeoutMs === undefined ? this.#options.timeoutMs : spec.timeoutMs;
+    const timeout = timeoutMs === null ? undefined : this.#deadline(timeoutMs);
+    const signal = spec.signal && timeout
+      ? this.#either(spec.signal, timeout)
+      : spec.signal ?? timeout;
+    return { signal, timeout, timeoutMs };
   }
 
   /**

@@ -41,6 +41,30 @@ const SERVING = await issueCert({
 }, CA);
 
 /**
+ * A kubeconfig for a server on 127.0.0.1 (HTTPS with {@link SERVING}'s CA, or `plain` HTTP),
+ * token user, context namespace `team`.
+ */
+async function writeKubeconfig(path: string, port: number, plain = false): Promise<void> {
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      "current-context": "c",
+      clusters: [{
+        name: "c",
+        cluster: {
+          server: `${plain ? "http" : "https"}://127.0.0.1:${port}`,
+          ...(plain ? {} : { "certificate-authority-data": btoa(CA.certPem) }),
+        },
+      }],
+      users: [{ name: "u", user: { token: "s3cret" } }],
+      contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
+    }),
+  );
+}
+
+/**
  * A stand-in API server on 127.0.0.1 and a client for it whose context namespace is `team`.
  * Each request is recorded and answered by `answer` (default: echo the body). It serves
  * HTTPS, so one-shot requests take the client's own HTTP/1.1 path (`_http1.ts`) and lists and
@@ -76,23 +100,7 @@ async function stand(
   );
   const dir = await Deno.makeTempDir();
   const kubeconfig = `${dir}/config`;
-  await Deno.writeTextFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      "current-context": "c",
-      clusters: [{
-        name: "c",
-        cluster: {
-          server: `${plain ? "http" : "https"}://127.0.0.1:${server.addr.port}`,
-          ...(plain ? {} : { "certificate-authority-data": btoa(CA.certPem) }),
-        },
-      }],
-      users: [{ name: "u", user: { token: "s3cret" } }],
-      contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
-    }),
-  );
+  await writeKubeconfig(kubeconfig, server.addr.port, plain);
   const client = await createClient({ kubeconfig, ...options });
   return {
     client,
@@ -740,23 +748,7 @@ Deno.test("Client over HTTPS: a kept-alive connection the server closed is retri
   })();
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(
-      `${dir}/config`,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        "current-context": "c",
-        clusters: [{
-          name: "c",
-          cluster: {
-            server: `https://127.0.0.1:${listener.addr.port}`,
-            "certificate-authority-data": btoa(CA.certPem),
-          },
-        }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "c", context: { cluster: "c", user: "u", namespace: "team" } }],
-      }),
-    );
+    await writeKubeconfig(`${dir}/config`, listener.addr.port);
     using client = await createClient({ kubeconfig: `${dir}/config` });
     for (let i = 0; i < 3; i++) {
       await client.get(ConfigMap, "a");
@@ -800,23 +792,7 @@ Deno.test("Client over HTTPS: a server that never completes the handshake does n
   })();
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(
-      `${dir}/config`,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        "current-context": "c",
-        clusters: [{
-          name: "c",
-          cluster: {
-            server: `https://127.0.0.1:${listener.addr.port}`,
-            "certificate-authority-data": btoa(CA.certPem),
-          },
-        }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
-      }),
-    );
+    await writeKubeconfig(`${dir}/config`, listener.addr.port);
     using client = await createClient({ kubeconfig: `${dir}/config` });
     const stop = new AbortController();
     const pending = client.get(ConfigMap, "a", { namespace: "x", signal: stop.signal });
