@@ -343,7 +343,13 @@ Deno.test("review fixes against a real API server", async (t) => {
         }, { timeoutMs: 60_000, what: `/healthz on ${host}; log:\n${op.log}` });
       }
       const url = (host: string) => `https://${host}:${metricsPort}/metrics`;
-      assert.equal((await httpsGet(url("127.0.0.1"))).status, 401, "no token");
+      // The metrics server starts beside the probe server (it makes its certificate first):
+      // the probes answering does not mean it listens yet.
+      const anonymous = await waitFor(
+        async () => (await httpsGet(url("127.0.0.1"))).status,
+        { timeoutMs: 60_000, what: `/metrics on 127.0.0.1; log:\n${op.log}` },
+      );
+      assert.equal(anonymous, 401, "no token");
       assert.equal(
         (await httpsGet(url("127.0.0.1"), { authorization: "Bearer not-a-token" })).status,
         401,
