@@ -82,8 +82,8 @@ export class Transport {
   #insecure = new Map<string, Promise<InsecureRelay>>();
   #clients = new Map<string, Deno.HttpClient>();
   /**
-   * One-shot requests over kubeno's own HTTP/1.1 connections (`_http1.ts`), one pool per
-   * client certificate; undefined where fetch must carry them (a proxy, `tls-server-name`,
+   * One-shot requests and watches over kubeno's own HTTP/1.1 connections (`_http1.ts`), one
+   * pool per client certificate; undefined where fetch must carry them (a proxy, `tls-server-name`,
    * `insecure-skip-tls-verify`, plain HTTP).
    */
   #pools: Map<string, Http1Pool> | undefined;
@@ -139,7 +139,8 @@ export class Transport {
   /**
    * Closes the pooled connections but keeps the transport usable: the next request opens a
    * fresh connection. When the network path is stalled, the pool's idle keep-alive connections
-   * are dead too; a watch restarted after a stall must not reuse one.
+   * are dead too; a watch restarted after a stall must not reuse one. Open watches on kubeno's
+   * own connections keep theirs: each ends by its own signal (a stalled one by its watchdog).
    */
   resetConnections(): void {
     for (const c of this.#clients.values()) c.close();
@@ -293,6 +294,53 @@ export class Transport {
   #direct(spec: RequestSpec): boolean {
     return this.#pools !== undefined && spec.target.verb !== "list" &&
       spec.acceptEncoding === undefined && !tracing();
+  }
+
+  /**
+   * Sends a request whose 2xx body is read as it arrives (a watch) and returns that body's
+   * bytes. Over kubeno's own HTTP/1.1 connections where one-shot requests take them and the
+   * body is asked for uncompressed (a watch asks for `identity`), over `fetch` otherwise.
+   * Stopping the iteration early or aborting `spec.signal` ends the request.
+   *
+   * @throws {ApiError} For a non-2xx response (its body is consumed).
+   * @throws {ConnectionError} When no response arrived.
+   * @throws The signal's reason when `spec.signal` aborted.
+   */
+  async stream(spec: RequestSpec): Promise<AsyncIterable<Uint8Array>> {
+    if (
+      this.#pools === undefined || spec.acceptEncoding !== "identity" ||
+      spec.body !== undefined || tracing()
+    ) {
+      const res = await this.send(spec);
+      return res.body ?? emptyBody();
+    }
+    return await this.#refreshing(spec, (creds) => this.#open(spec, creds));
+  }
+
+  /** One streamed request over its own HTTP/1.1 connection; the 2xx body's bytes. */
+  async #open(spec: RequestSpec, creds: Credentials): Promise<AsyncIterable<Uint8Array>> {
+    const { signal, timeout, timeoutMs } = this.#signal(spec);
+    const started = performance.now();
+    let res;
+    try {
+      res = await this.#pool(creds.cert, creds.key).open({
+        method: spec.method,
+        path: this.#prefix + spec.path,
+        headers: this.#headerList(spec, creds, false),
+        signal,
+      });
+    } catch (e) {
+      this.#report(spec, 0, started);
+      throw this.#networkError(spec, e, timeout, timeoutMs);
+    }
+    this.#report(spec, res.status, started);
+    if (res.ok) return res.chunks;
+    throw ApiError.fromStatus(
+      spec.target,
+      res.status,
+      parseStatus(res.body) ?? res.body,
+      res.headers.get("retry-after") ?? null,
+    );
   }
 
   /** One request over a pooled HTTP/1.1 connection; the 2xx body as text. */
@@ -611,6 +659,8 @@ function environmentProxy(): boolean {
     return true; // unreadable: assume one, and leave it to fetch
   }
 }
+
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
 
 function parseStatus(text: string): Status | undefined {
   if (!text.startsWith("{")) return undefined;

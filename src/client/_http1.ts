@@ -1,12 +1,13 @@
 /**
  * HTTP/1.1 over `Deno.connectTls`, for the API server's one-shot requests (a get, a write, a
- * delete): the request written in one piece, the whole response read into one string, and the
- * connection kept for the next request. `fetch` builds a `Request`, `Headers`, an abort
- * signal and body streams for each of them; measured against a local TLS server, this path
- * spent 90–110 µs of CPU per request against fetch's 280–290 µs (HTTP/1.1 both), and an
- * operator sends thousands of them in a full sync.
+ * delete) and its watches: the request written in one piece, a one-shot response read whole
+ * into one string, a watch's body handed on as it arrives, a read of the connection at a time,
+ * and the connection kept for the next request. `fetch` builds a `Request`, `Headers`, an
+ * abort signal and body streams for each of them; measured against a local TLS server, this
+ * path spent 90–110 µs of CPU per request against fetch's 280–290 µs (HTTP/1.1 both), and an
+ * operator sends thousands of them in a full sync and receives as many watch events.
  *
- * Watches, lists, streams, proxies, `tls-server-name`, `insecure-skip-tls-verify` and traced
+ * Lists, pod streams, proxies, `tls-server-name`, `insecure-skip-tls-verify` and traced
  * requests keep using `fetch` (see `Transport`).
  *
  * @module
@@ -43,6 +44,34 @@ export interface Http1Response {
   body: string;
 }
 
+/**
+ * A response opened by {@linkcode Http1Pool.open}: a 2xx one with its body still to come, any
+ * other read to its end.
+ */
+export type Http1Opened =
+  | {
+    ok: true;
+    status: number;
+    headers: Map<string, string>;
+    /**
+     * The body's bytes, a piece per read of the connection that completed any. Iterate it
+     * once; stopping early or the request's signal aborting closes the connection.
+     */
+    chunks: AsyncIterable<Uint8Array>;
+  }
+  | ({ ok: false } & Http1Response);
+
+/** How a response's body is framed, from its head. */
+interface Head {
+  status: number;
+  headers: Map<string, string>;
+  /** Whether the connection can carry another request once the body is read. */
+  keep: boolean;
+  framing: "none" | "chunked" | "length" | "eof";
+  length: number;
+}
+
+const CRLF = [13, 10];
 const CRLF_CRLF = [13, 10, 13, 10];
 const MAX_HEAD = 64 * 1024;
 const MAX_IDLE = 32;
@@ -97,8 +126,8 @@ class Connection {
     return true;
   }
 
-  /** Reads one response; `noBody` for a request whose response has none (HEAD). */
-  async readResponse(noBody: boolean): Promise<{ res: Http1Response; keep: boolean }> {
+  /** Reads a response's status line and headers. */
+  async readHead(noBody: boolean): Promise<Head> {
     let headEnd = -1;
     // Searched so far, from #start: #fill may move the unread bytes to the buffer's start.
     let scanned = 0;
@@ -129,22 +158,30 @@ class Connection {
         );
       }
     }
-    let keep = !/\bclose\b/i.test(headers.get("connection") ?? "") && lines[0][7] === "1";
-    let bytes: Uint8Array;
+    const keep = !/\bclose\b/i.test(headers.get("connection") ?? "") && lines[0][7] === "1";
     const length = headers.get("content-length");
     if (noBody || status === 204 || status === 304 || (status >= 100 && status < 200)) {
-      bytes = new Uint8Array(0);
-    } else if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) {
-      bytes = await this.#chunked();
-    } else if (length !== undefined) {
+      return { status, headers, keep, framing: "none", length: 0 };
+    }
+    if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) {
+      return { status, headers, keep, framing: "chunked", length: 0 };
+    }
+    if (length !== undefined) {
       const n = Number(length);
       if (!Number.isSafeInteger(n) || n < 0) throw new Error(`bad Content-Length ${length}`);
-      bytes = await this.#exactly(n);
-    } else {
-      bytes = await this.#toEnd();
-      keep = false;
+      return { status, headers, keep, framing: "length", length: n };
     }
-    const encoding = headers.get("content-encoding");
+    return { status, headers, keep: false, framing: "eof", length: 0 };
+  }
+
+  /** Reads the body `head` announced, whole, and decodes its content encoding. */
+  async readBody(head: Head): Promise<string> {
+    let bytes: Uint8Array;
+    if (head.framing === "none") bytes = new Uint8Array(0);
+    else if (head.framing === "chunked") bytes = await this.#chunked();
+    else if (head.framing === "length") bytes = await this.#exactly(head.length);
+    else bytes = await this.#toEnd();
+    const encoding = head.headers.get("content-encoding");
     if (encoding && encoding !== "identity") {
       if (encoding !== "gzip" && encoding !== "deflate") {
         throw new Error(`unsupported Content-Encoding ${encoding}`);
@@ -153,13 +190,98 @@ class Connection {
         .pipeThrough(new DecompressionStream(encoding));
       bytes = new Uint8Array(await new Response(stream).arrayBuffer());
     }
-    return { res: { status, headers, body: utf8.decode(bytes) }, keep };
+    return utf8.decode(bytes);
+  }
+
+  /**
+   * Reads the body `head` announced as it arrives: after each read of the connection, every
+   * body byte it completed, in one piece (a watch's events, several to a read when they come
+   * fast). Only an identity-encoded body can be read this way.
+   */
+  async *streamBody(head: Head): AsyncGenerator<Uint8Array, void, undefined> {
+    const encoding = head.headers.get("content-encoding");
+    if (encoding && encoding !== "identity") {
+      throw new Error(`unsupported Content-Encoding ${encoding} for a streamed body`);
+    }
+    if (head.framing === "none") return;
+    if (head.framing === "chunked") return yield* this.#chunkedPieces();
+    let left = head.framing === "length" ? head.length : Infinity;
+    while (left > 0) {
+      if (this.#start === this.#end && !(await this.#fill())) {
+        if (left === Infinity) return;
+        throw new Error(`connection closed with ${left} body bytes to come`);
+      }
+      const take = Math.min(left, this.#end - this.#start);
+      const piece = this.#buf.slice(this.#start, this.#start + take);
+      this.#start += take;
+      left -= take;
+      yield piece;
+    }
+  }
+
+  /**
+   * A chunked body's data as it arrives: the chunks (and parts of chunks) that each read
+   * completed, joined. Ends after the last chunk and its trailers.
+   */
+  async *#chunkedPieces(): AsyncGenerator<Uint8Array, void, undefined> {
+    // Bytes of the current chunk still to come; -1 when its closing CRLF is next.
+    let left = 0;
+    for (;;) {
+      const parts: Uint8Array[] = [];
+      let total = 0;
+      let last = false;
+      for (;;) {
+        if (left > 0) {
+          const take = Math.min(left, this.#end - this.#start);
+          if (take === 0) break;
+          parts.push(this.#buf.subarray(this.#start, this.#start + take));
+          total += take;
+          this.#start += take;
+          left -= take;
+          if (left === 0) left = -1;
+          continue;
+        }
+        const at = indexOf(this.#buf, CRLF, this.#start, this.#end);
+        if (at < 0) {
+          if (this.#end - this.#start > MAX_HEAD) throw new Error("chunk header over 64 KiB");
+          break;
+        }
+        const line = latin1.decode(this.#buf.subarray(this.#start, at));
+        this.#start = at + 2;
+        if (left === -1) {
+          if (line !== "") throw new Error("bad chunk terminator");
+          left = 0;
+          continue;
+        }
+        const size = parseInt(line.split(";")[0], 16);
+        if (!Number.isSafeInteger(size) || size < 0) throw new Error("bad chunk size");
+        if (size === 0) {
+          last = true;
+          break;
+        }
+        left = size;
+      }
+      // The parts are views into the buffer, which the next read may overwrite: one copy.
+      if (total > 0) yield parts.length === 1 ? parts[0].slice() : join(parts, total);
+      if (last) {
+        while ((await this.#line()) !== ""); // trailers
+        return;
+      }
+      if (!(await this.#fill())) throw new Error("connection closed inside a chunked body");
+    }
   }
 
   async #exactly(n: number): Promise<Uint8Array> {
     const out = new Uint8Array(n);
     let got = 0;
     while (got < n) {
+      if (this.#start === this.#end && n - got >= this.#buf.length) {
+        // A large remainder is read straight into its place, as much as each read gives.
+        const r = await this.conn.read(out.subarray(got));
+        if (r === null) throw new Error(`connection closed after ${got} of ${n} body bytes`);
+        got += r;
+        continue;
+      }
       if (this.#start === this.#end && !(await this.#fill())) {
         throw new Error(`connection closed after ${got} of ${n} body bytes`);
       }
@@ -173,7 +295,7 @@ class Connection {
 
   async #line(): Promise<string> {
     for (;;) {
-      const at = indexOf(this.#buf, [13, 10], this.#start, this.#end);
+      const at = indexOf(this.#buf, CRLF, this.#start, this.#end);
       if (at >= 0) {
         const line = latin1.decode(this.#buf.subarray(this.#start, at));
         this.#start = at + 2;
@@ -199,14 +321,7 @@ class Connection {
       total += size;
       if ((await this.#line()) !== "") throw new Error("bad chunk terminator");
     }
-    if (parts.length === 1) return parts[0];
-    const out = new Uint8Array(total);
-    let off = 0;
-    for (const p of parts) {
-      out.set(p, off);
-      off += p.length;
-    }
-    return out;
+    return parts.length === 1 ? parts[0] : join(parts, total);
   }
 
   async #toEnd(): Promise<Uint8Array> {
@@ -215,6 +330,16 @@ class Connection {
     this.#start = this.#end;
     return out;
   }
+}
+
+function join(parts: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
 }
 
 function indexOf(buf: Uint8Array, needle: number[], from: number, to: number): number {
@@ -242,6 +367,8 @@ export class Http1Pool {
   readonly #hostHeader: string;
   #idle: Connection[] = [];
   #busy = new Set<Connection>();
+  /** Connections carrying a streamed body (watches): closed with the pool, not by `reset`. */
+  #streaming = new Set<Connection>();
   #closed = false;
 
   constructor(target: Http1Target, hostHeader: string) {
@@ -249,13 +376,19 @@ export class Http1Pool {
     this.#hostHeader = hostHeader;
   }
 
-  /** Closes every connection; requests in flight fail. */
+  /** Closes every connection; requests in flight and streams fail. */
   close(): void {
     this.#closed = true;
     this.reset();
+    for (const c of this.#streaming) c.close();
+    this.#streaming.clear();
   }
 
-  /** Closes the idle connections and those in flight; the next request opens a new one. */
+  /**
+   * Closes the idle connections and the one-shot requests' in flight; the next request opens
+   * a new one. Streams keep theirs: each has its own signal, and a stalled one is aborted by
+   * its owner.
+   */
   reset(): void {
     for (const c of this.#idle) c.close();
     for (const c of this.#busy) c.close();
@@ -295,6 +428,75 @@ export class Http1Pool {
    * @throws The signal's reason when it aborted; otherwise what the connection failed with.
    */
   async request(req: Http1Request): Promise<Http1Response> {
+    const { c, head } = await this.#send(req);
+    let keep = false;
+    const onAbort = () => c.close();
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const body = await c.readBody(head);
+      keep = head.keep;
+      return { status: head.status, headers: head.headers, body };
+    } catch (e) {
+      throw req.signal?.aborted ? req.signal.reason : e;
+    } finally {
+      req.signal?.removeEventListener("abort", onAbort);
+      this.#release(c, keep);
+    }
+  }
+
+  /**
+   * Sends `req` and reads its response's head; a 2xx body is then read as it arrives (a
+   * watch), any other whole. Retried as {@linkcode Http1Pool.request} is.
+   *
+   * @throws The signal's reason when it aborted; otherwise what the connection failed with.
+   */
+  async open(req: Http1Request): Promise<Http1Opened> {
+    const { c, head } = await this.#send(req);
+    if (head.status < 200 || head.status > 299) {
+      let keep = false;
+      try {
+        const body = await c.readBody(head);
+        keep = head.keep;
+        return { ok: false, status: head.status, headers: head.headers, body };
+      } finally {
+        this.#release(c, keep);
+      }
+    }
+    this.#busy.delete(c);
+    this.#streaming.add(c);
+    // Registered now, not when the body is first read: an abort before that closes it too.
+    const onAbort = () => {
+      this.#streaming.delete(c);
+      c.close();
+    };
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    const chunks = this.#chunks(req.signal, c, head, onAbort);
+    return { ok: true, status: head.status, headers: head.headers, chunks };
+  }
+
+  /** The body of a stream opened on `c`; the connection is kept when it was read to its end. */
+  async *#chunks(
+    signal: AbortSignal | undefined,
+    c: Connection,
+    head: Head,
+    onAbort: () => void,
+  ): AsyncGenerator<Uint8Array> {
+    let keep = false;
+    try {
+      if (signal?.aborted) throw signal.reason;
+      yield* c.streamBody(head);
+      keep = head.keep;
+    } catch (e) {
+      throw signal?.aborted ? signal.reason : e;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      this.#streaming.delete(c);
+      this.#release(c, keep && !signal?.aborted);
+    }
+  }
+
+  /** Writes `req` on a kept-alive or new connection and reads the response's head. */
+  async #send(req: Http1Request): Promise<{ c: Connection; head: Head }> {
     const bytes = this.#serialize(req);
     for (let attempt = 0;; attempt++) {
       if (this.#closed) throw new Error("Cannot send a request: the client is closed");
@@ -308,14 +510,12 @@ export class Http1Pool {
       this.#busy.add(c);
       const onAbort = () => c.close();
       req.signal?.addEventListener("abort", onAbort, { once: true });
-      let keep = false;
       try {
         c.uses++;
         await c.write(bytes);
-        const got = await c.readResponse(req.method === "HEAD");
-        keep = got.keep;
-        return got.res;
+        return { c, head: await c.readHead(req.method === "HEAD") };
       } catch (e) {
+        this.#release(c, false);
         if (req.signal?.aborted) throw req.signal.reason;
         const retry = reused && attempt === 0 &&
           (e instanceof ClosedBeforeResponse || e instanceof Deno.errors.ConnectionReset ||
@@ -323,11 +523,15 @@ export class Http1Pool {
         if (!retry) throw e;
       } finally {
         req.signal?.removeEventListener("abort", onAbort);
-        this.#busy.delete(c);
-        if (keep && !this.#closed && this.#idle.length < MAX_IDLE) this.#idle.push(c);
-        else c.close();
       }
     }
+  }
+
+  /** Back to the idle connections when `keep`, closed otherwise. */
+  #release(c: Connection, keep: boolean): void {
+    this.#busy.delete(c);
+    if (keep && !this.#closed && this.#idle.length < MAX_IDLE) this.#idle.push(c);
+    else c.close();
   }
 
   /** The request's bytes; the caller has checked that no header holds a line break. */

@@ -567,11 +567,10 @@ export class Client implements Disposable {
     // PartialObjectMetadata events name meta.k8s.io; give them the real kind, as lists do.
     const typed = isMetadataOnly(res);
     try {
-      const response = await this.#transport.send(spec);
+      const body = await this.#transport.stream(spec);
       options.onConnected?.();
-      if (!response.body) return;
       try {
-        for await (const batch of parseNdjsonBatches(response.body)) {
+        for await (const batch of parseNdjsonBatches(body)) {
           const events = batch as RawWatchEvent<T>[];
           if (typed) {
             for (const ev of events) {

@@ -67,8 +67,8 @@ async function writeKubeconfig(path: string, port: number, plain = false): Promi
 /**
  * A stand-in API server on 127.0.0.1 and a client for it whose context namespace is `team`.
  * Each request is recorded and answered by `answer` (default: echo the body). It serves
- * HTTPS, so one-shot requests take the client's own HTTP/1.1 path (`_http1.ts`) and lists and
- * watches `fetch`, as against a real API server; `plain` serves HTTP, where all take `fetch`.
+ * HTTPS, so one-shot requests and watches take the client's own HTTP/1.1 path (`_http1.ts`) and
+ * lists `fetch`, as against a real API server; `plain` serves HTTP, where all take `fetch`.
  */
 async function stand(
   answer: Answer = echo,
@@ -627,6 +627,72 @@ Deno.test("Client.watchEvents: stopping early ends the request; the client stays
   api.answer(echo);
   await api.client.get(ConfigMap, "b");
   assert.equal(api.last.path, "/api/v1/namespaces/team/configmaps/b");
+});
+
+Deno.test("Client.watchEvents over HTTPS: each event as it arrives, on kubeno's own connection, kept for the next request once the watch ends", async () => {
+  const enc = new TextEncoder();
+  let send!: (line: string) => void;
+  let end!: () => void;
+  let opened!: () => void;
+  const streaming = new Promise<void>((r) => opened = r);
+  await using api = await stand(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(ctl) {
+          send = (line) => ctl.enqueue(enc.encode(line));
+          end = () => ctl.close();
+          opened();
+        },
+      }),
+      { headers: { "Content-Type": "application/json" } },
+    )
+  );
+  const it = api.client.watchEvents(ConfigMap)[Symbol.asyncIterator]();
+  const first = it.next();
+  await streaming;
+  send('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
+  assert.equal((await first).value?.type, "ADDED", "the first event before the stream ends");
+  const second = it.next();
+  send('{"type":"DELETED","object":{"metadata":{"name":"a"}}}\n');
+  assert.equal((await second).value?.type, "DELETED");
+  end();
+  assert.equal((await it.next()).done, true);
+  api.answer(echo);
+  await api.client.get(ConfigMap, "b");
+  assert.equal(
+    api.connections.size,
+    1,
+    "the get took the connection the watch had (fetch would have used another)",
+  );
+});
+
+Deno.test("Client.watchEvents over HTTPS: aborting the signal mid-stream rejects with its reason and closes the connection", async () => {
+  let cancelled!: () => void;
+  const closed = new Promise<void>((r) => cancelled = r);
+  await using api = await stand(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(ctl) {
+          ctl.enqueue(new TextEncoder().encode('{"type":"ADDED","object":{}}\n'));
+        },
+        cancel: () => cancelled(),
+      }),
+    )
+  );
+  const stop = new AbortController();
+  const got: string[] = [];
+  const err = await (async () => {
+    for await (const ev of api.client.watchEvents(ConfigMap, { signal: stop.signal })) {
+      got.push(ev.type);
+      setTimeout(() => stop.abort(new Error("watch stopped")), 10);
+    }
+  })().catch((e) => e);
+  assert.deepEqual(got, ["ADDED"]);
+  assert.match(String(err), /watch stopped/);
+  await closed;
+  api.answer(echo);
+  await api.client.get(ConfigMap, "c"); // a new connection: the aborted one was not kept
+  assert.equal(api.connections.size, 2);
 });
 
 Deno.test("Client.request: any method and path, with a body and content type", async () => {
