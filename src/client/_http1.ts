@@ -71,6 +71,15 @@ interface Head {
   length: number;
 }
 
+// The runtime sets up its TLS crypto once per process, on first use: 40–42 ms on this machine
+// (the first `Deno.startTls` or WebCrypto key generation; the second takes under 2 ms), and the
+// first connection of an operator's start-up waited for it. A key generation started here, while
+// the rest of the program's modules load, does it on one of the runtime's worker threads, not
+// on the JS thread: the converge operator's spawn → ready went from 181 to 142 ms (medians of 8,
+// BENCHMARKS.md "Start → ready"). A program that never connects pays it in that thread's CPU and
+// about 1.5 MiB of RSS.
+crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]).catch(() => {});
+
 const CRLF = [13, 10];
 const CRLF_CRLF = [13, 10, 13, 10];
 const MAX_HEAD = 64 * 1024;
@@ -361,6 +370,30 @@ function indexOf(buf: Uint8Array, needle: number[], from: number, to: number): n
   return -1;
 }
 
+/**
+ * A TLS connection with `TCP_NODELAY` set before the handshake. `Deno.connectTls` leaves
+ * Nagle's algorithm on, and the client's last handshake flight, written in two pieces, then
+ * waits for the server's delayed ACK: 43–47 ms per new connection to a kube-apiserver on
+ * loopback, against 1.3–4.3 ms with `TCP_NODELAY` (BENCHMARKS.md, "New connections"). Only
+ * without a client certificate: `Deno.startTls` cannot present one (Deno 2.9), so a kubeconfig
+ * with a client certificate keeps `Deno.connectTls` and the wait.
+ */
+async function connectNoDelay(t: Http1Target): Promise<Deno.TlsConn> {
+  const tcp = await Deno.connect({ hostname: t.hostname, port: t.port });
+  try {
+    tcp.setNoDelay(true);
+    return await Deno.startTls(tcp, {
+      hostname: t.hostname,
+      caCerts: t.caCerts.length ? t.caCerts : undefined,
+    });
+  } catch (e) {
+    try {
+      tcp.close();
+    } catch { /* consumed by startTls */ }
+    throw e;
+  }
+}
+
 /** Kept-alive TLS connections to one server with one client certificate. */
 export class Http1Pool {
   readonly #target: Http1Target;
@@ -399,12 +432,15 @@ export class Http1Pool {
   /** A new connection; `signal` aborting gives up on it (closed once it opens). */
   async #connect(signal: AbortSignal | undefined): Promise<Connection> {
     const t = this.#target;
-    const opening = Deno.connectTls({
-      hostname: t.hostname,
-      port: t.port,
-      caCerts: t.caCerts.length ? t.caCerts : undefined,
-      ...(t.cert && t.key ? { cert: t.cert, key: t.key } : {}),
-    });
+    const opening = t.cert && t.key
+      ? Deno.connectTls({
+        hostname: t.hostname,
+        port: t.port,
+        caCerts: t.caCerts.length ? t.caCerts : undefined,
+        cert: t.cert,
+        key: t.key,
+      })
+      : connectNoDelay(t);
     if (!signal) return new Connection(await opening);
     let onAbort = () => {};
     const aborted = new Promise<never>((_, reject) => {
