@@ -14,7 +14,7 @@ import {
   startSniRelay,
 } from "./_sni_relay.ts";
 import { inSpan, tracing } from "../util/trace.ts";
-import { Http1Pool } from "./_http1.ts";
+import { type Http1Opened, Http1Pool, type Http1Response } from "./_http1.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -319,49 +319,43 @@ export class Transport {
 
   /** One streamed request over its own HTTP/1.1 connection; the 2xx body's bytes. */
   async #open(spec: RequestSpec, creds: Credentials): Promise<AsyncIterable<Uint8Array>> {
-    const { signal, timeout, timeoutMs } = this.#signal(spec);
-    const started = performance.now();
-    let res;
-    try {
-      res = await this.#pool(creds.cert, creds.key).open({
-        method: spec.method,
-        path: this.#prefix + spec.path,
-        headers: this.#headerList(spec, creds, false),
-        signal,
-      });
-    } catch (e) {
-      this.#report(spec, 0, started);
-      throw this.#networkError(spec, e, timeout, timeoutMs);
-    }
-    this.#report(spec, res.status, started);
-    if (res.ok) return res.chunks;
-    throw ApiError.fromStatus(
-      spec.target,
-      res.status,
-      parseStatus(res.body) ?? res.body,
-      res.headers.get("retry-after") ?? null,
-    );
+    return (await this.#overPool(spec, creds, true)) as AsyncIterable<Uint8Array>;
   }
 
   /** One request over a pooled HTTP/1.1 connection; the 2xx body as text. */
   async #exchange(spec: RequestSpec, creds: Credentials): Promise<string> {
+    return (await this.#overPool(spec, creds, false)) as string;
+  }
+
+  /**
+   * One request over kubeno's own HTTP/1.1 connections: its 2xx body read whole, or with
+   * `stream` handed on as it arrives; any other status an `ApiError`.
+   */
+  async #overPool(
+    spec: RequestSpec,
+    creds: Credentials,
+    stream: boolean,
+  ): Promise<string | AsyncIterable<Uint8Array>> {
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
     const { signal, timeout, timeoutMs } = this.#signal(spec);
     const started = performance.now();
-    let res;
+    let res: Http1Opened | Http1Response;
     try {
-      res = await this.#pool(creds.cert, creds.key).request({
+      const pool = this.#pool(creds.cert, creds.key);
+      const req = {
         method: spec.method,
         path: this.#prefix + spec.path,
         headers: this.#headerList(spec, creds, body !== undefined),
         body,
         signal,
-      });
+      };
+      res = stream ? await pool.open(req) : await pool.request(req);
     } catch (e) {
       this.#report(spec, 0, started);
       throw this.#networkError(spec, e, timeout, timeoutMs);
     }
     this.#report(spec, res.status, started);
+    if ("chunks" in res) return res.chunks; // a stream opened with a 2xx
     if (res.status >= 200 && res.status < 300) return res.body;
     throw ApiError.fromStatus(
       spec.target,
