@@ -1,6 +1,7 @@
 /**
- * HTTP/1.1 over `Deno.connectTls`, for the API server's one-shot requests (a get, a write, a
- * delete) and its watches: the request written in one piece, a one-shot response read whole
+ * HTTP/1.1 over kubeno's own TLS connections (`Deno.startTls` over a TCP connection with
+ * `TCP_NODELAY`, or `Deno.connectTls` to present a client certificate), for the API server's
+ * one-shot requests (a get, a write, a delete) and its watches: the request written in one piece, a one-shot response read whole
  * into one string, a watch's body handed on as it arrives, a read of the connection at a time,
  * and the connection kept for the next request. `fetch` builds a `Request`, `Headers`, an
  * abort signal and body streams for each of them; measured against a local TLS server, this
