@@ -51,7 +51,6 @@ export interface Http1Response {
  */
 export type Http1Opened =
   | {
-    ok: true;
     status: number;
     headers: Map<string, string>;
     /**
@@ -60,7 +59,7 @@ export type Http1Opened =
      */
     chunks: AsyncIterable<Uint8Array>;
   }
-  | ({ ok: false } & Http1Response);
+  | Http1Response;
 
 /** How a response's body is framed, from its head. */
 interface Head {
@@ -494,7 +493,7 @@ export class Http1Pool {
       try {
         const body = await c.readBody(head);
         keep = head.keep;
-        return { ok: false, status: head.status, headers: head.headers, body };
+        return { status: head.status, headers: head.headers, body };
       } finally {
         this.#release(c, keep);
       }
@@ -508,7 +507,7 @@ export class Http1Pool {
     };
     req.signal?.addEventListener("abort", onAbort, { once: true });
     const chunks = this.#chunks(req.signal, c, head, onAbort);
-    return { ok: true, status: head.status, headers: head.headers, chunks };
+    return { status: head.status, headers: head.headers, chunks };
   }
 
   /** The body of a stream opened on `c`; the connection is kept when it was read to its end. */
