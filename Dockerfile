@@ -22,6 +22,8 @@ RUN deno install --entrypoint "${ENTRY}" \
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/operator /operator
+# glibc returns freed native buffers of 1 MiB and more to the system (src/util/memory_limit.ts).
+ENV MALLOC_MMAP_THRESHOLD_=1048576
 USER 65532:65532
 EXPOSE 8443 8081 9443
 ENTRYPOINT ["/operator"]

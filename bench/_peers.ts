@@ -5,6 +5,7 @@
 // that module loading is not measured as a cold start.
 
 import { DEFAULT_MEMORY_LIMIT, v8FlagsForLimit } from "../src/deploy/manifests.ts";
+import { MALLOC_ENV } from "../src/util/memory_limit.ts";
 
 const BENCH = new URL(".", import.meta.url).pathname;
 const GO_DIR = `${BENCH}peers/go`;
@@ -16,6 +17,8 @@ export interface Command {
   cmd: string;
   args: string[];
   cwd?: string;
+  /** Added to the harness's environment. */
+  env?: Record<string, string>;
 }
 
 /** Paths of the built peers. */
@@ -188,6 +191,13 @@ export type Operator = "kubeno" | "kubeno-fifo" | "controller-runtime" | "kube-r
 export const DEPLOYED_V8_FLAGS: string = v8FlagsForLimit(DEFAULT_MEMORY_LIMIT);
 
 /**
+ * The environment the generated Deployment and Dockerfile give an operator besides its heap
+ * flags: glibc's mmap threshold fixed at 1 MiB (`MALLOC_ENV`, src/util/memory_limit.ts).
+ * kubeno's operator and informer contenders run with it.
+ */
+export const DEPLOYED_ENV: Record<string, string> = { [MALLOC_ENV.name]: MALLOC_ENV.value };
+
+/**
  * The converge contenders (operators); `limit` exits its work and waits for SIGTERM.
  * `kubeno-fifo` is kubeno with `createManager({ priorityQueue: false })`.
  */
@@ -201,6 +211,7 @@ export function operatorCommand(
   if (who === "kubeno" || who === "kubeno-fifo") {
     return {
       cmd: "deno",
+      env: DEPLOYED_ENV,
       args: [
         "run",
         "-A",
@@ -252,6 +263,7 @@ export function informerCommand(
     case "kubeno-metadata":
       return {
         cmd: "deno",
+        env: DEPLOYED_ENV,
         args: [
           "run",
           "-A",

@@ -111,7 +111,7 @@ export function delta(after: Record<string, number>, before: Record<string, numb
 
 /** Spawns a contender from its command. */
 export function spawn(name: string, c: Command): Contender {
-  return new Contender(name, c.cmd, c.args, { cwd: c.cwd });
+  return new Contender(name, c.cmd, c.args, { cwd: c.cwd, env: c.env });
 }
 
 /**

@@ -148,6 +148,7 @@ Deno.test("init makes a project that passes its own check and test; create resou
   const dockerfile = await Deno.readTextFile(`${dir}/Dockerfile`);
   for (const flag of operatorPermissions()) assert.ok(dockerfile.includes(flag), flag);
   assert.match(dockerfile, /distroless\/cc-debian12:nonroot[\s\S]*USER 65532:65532/);
+  assert.match(dockerfile, /^ENV MALLOC_MMAP_THRESHOLD_=1048576$/m);
 
   await t.step("deno check, lint and fmt --check pass", async () => {
     ok(await deno(["task", "check"], { cwd: dir }), "deno task check");

@@ -3,6 +3,7 @@
 // expects (non-root, read-only root filesystem with /tmp writable, the probes it serves).
 import assert from "node:assert/strict";
 import { operatorPermissions } from "../src/tool/compile.ts";
+import { MALLOC_ENV } from "../src/util/memory_limit.ts";
 import { fromYaml } from "../src/util/yaml.ts";
 
 Deno.test("Dockerfile: deno compile uses exactly the in-cluster operator permissions", async () => {
@@ -13,6 +14,8 @@ Deno.test("Dockerfile: deno compile uses exactly the in-cluster operator permiss
   assert.deepEqual(flags.sort(), operatorPermissions().sort());
   assert.match(text, /^USER 65532:65532$/m);
   assert.match(text, /distroless\/cc-debian12:nonroot/);
+  // The image carries the native-memory setting wherever it runs, not only in the Deployment.
+  assert.ok(text.includes(`\nENV ${MALLOC_ENV.name}=${MALLOC_ENV.value}\n`), "ENV MALLOC_ENV");
 });
 
 Deno.test("Dockerfile: the generated Deployment matches the image", async () => {

@@ -71,6 +71,11 @@ Deno.test(`${COUNT} Benches converge under the generated Deployment's ${DEFAULT_
       // The same pid now runs with the marker: execve, not a child process.
       const environ = await Deno.readTextFile(`/proc/${child.pid}/environ`);
       assert.ok(environ.split("\0").includes("KUBENO_HEAP_SIZED=1"), "restarted in place");
+      // ...with glibc's mmap threshold fixed, as the generated Deployment sets it.
+      assert.ok(
+        environ.split("\0").includes("MALLOC_MMAP_THRESHOLD_=1048576"),
+        "the native-memory setting carried into the restarted process",
+      );
     } finally {
       child.kill("SIGTERM");
     }

@@ -10,7 +10,7 @@ import type { KubeObject } from "../core/object.ts";
 import { deriveRbac, type OperatorController } from "./rbac.ts";
 import type { OperatorWebhook } from "../webhook/manifests.ts";
 import { usesConversionWebhook, withConversionWebhook } from "../webhook/conversion_config.ts";
-import { heapBudget, heapFlags, parseMemoryQuantity } from "../util/memory_limit.ts";
+import { heapBudget, heapFlags, MALLOC_ENV, parseMemoryQuantity } from "../util/memory_limit.ts";
 
 /** What {@link operatorManifests} generates from. */
 export interface OperatorManifestsInit {
@@ -490,6 +490,8 @@ function deployment(
               // The heap budget of the limit below; change both together (`run` warns when
               // the heap is larger than the limit allows).
               { name: "DENO_V8_FLAGS", value: v8FlagsForLimit(DEFAULT_MEMORY_LIMIT) },
+              // Large native buffers go back to the system when freed (src/util/memory_limit.ts).
+              { ...MALLOC_ENV },
             ],
             ports: [
               { name: "metrics", containerPort: ports.metrics, protocol: "TCP" },

@@ -3,6 +3,7 @@
 // `operatorPermissions()`, the same list `kubeno compile` uses.
 import { fileStem, type ProjectNames } from "./_templates_code.ts";
 import { pluralize } from "../core/resource.ts";
+import { MALLOC_ENV } from "../util/memory_limit.ts";
 
 /**
  * `deno.json`: the import map (kubeno from JSR or a checkout) and the tasks.
@@ -78,6 +79,8 @@ RUN deno install --entrypoint operator.ts \\
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/operator /operator
+# glibc returns freed native buffers of 1 MiB and more to the system (kubeno's MALLOC_ENV).
+ENV ${MALLOC_ENV.name}=${MALLOC_ENV.value}
 USER 65532:65532
 EXPOSE 8443 8081 9443
 ENTRYPOINT ["/operator"]

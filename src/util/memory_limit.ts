@@ -98,6 +98,26 @@ export function heapFlags(budget: HeapBudget): string {
   return `--max-old-space-size=${budget.oldSpaceMiB},--max-semi-space-size=${budget.semiSpaceMiB}`;
 }
 
+/**
+ * The native-memory setting an operator runs with under a memory limit: glibc malloc's mmap
+ * threshold fixed at 1 MiB, as an environment variable (glibc reads it once, at start). The
+ * generated Deployment and Dockerfile set it; `run` adds it when it restarts itself for the
+ * heap budget.
+ *
+ * glibc serves allocations below its mmap threshold from its heaps, and raises the threshold
+ * (up to 32 MiB) each time a larger mapped block is freed. The multi-MiB buffers a list page
+ * passes through in the runtime (the response body and its decoded text) then come from the
+ * heaps, and stay there once freed. An informer's sync of 10,000 ConfigMaps measured 3.3–3.5
+ * KB of RSS per object after a full GC and peaked at 111–124 MiB; with the threshold fixed at
+ * 1 MiB (which also stops the raising), 3.0 KB and 99–100 MiB, the sync time unchanged
+ * (BENCHMARKS.md, "Native memory"). At 128 KiB, glibc's starting value, a converge's CPU rose
+ * by 18%: smaller buffers that the hot path allocates again and again were mapped each time.
+ */
+export const MALLOC_ENV: { readonly name: string; readonly value: string } = {
+  name: "MALLOC_MMAP_THRESHOLD_",
+  value: String(2 ** 20),
+};
+
 const UNITS: Record<string, number> = {
   "": 1,
   k: 1e3,
@@ -217,7 +237,7 @@ export function readCgroupMemoryLimit(files: CgroupFiles = fsFiles): CgroupMemor
 //    limit, or the user passed heap flags), nothing happens.
 // 2. Otherwise, where FFI is permitted (`deno run -A`), the process replaces itself once with
 //    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the
-//    budget — so the kubelet still sees one process, signals and the exit code need no
+//    budget and MALLOC_ENV added unless set — so the kubelet still sees one process, signals and the exit code need no
 //    forwarding, and no parent stays resident inside the limit. Spawning a child instead
 //    would keep the parent inside the cgroup: 70 MiB resident once the operator's modules
 //    are loaded (measured).
@@ -310,8 +330,25 @@ export function sizeHeap(
 }
 
 /**
- * Replaces this process with itself started with `flags` added to DENO_V8_FLAGS, through
- * execve(2). Returns false when it cannot (not Linux, no FFI or environment permission, no
+ * The environment a process restarted for its heap budget runs with: `env` with `flags` added
+ * to DENO_V8_FLAGS, {@linkcode MALLOC_ENV} unless `env` sets that variable, and
+ * {@linkcode SIZED_ENV}.
+ *
+ * @param env The current environment.
+ * @param flags From {@linkcode heapFlags}.
+ * @returns A new environment.
+ */
+export function sizedEnv(env: Record<string, string>, flags: string): Record<string, string> {
+  const out = { ...env };
+  out.DENO_V8_FLAGS = out.DENO_V8_FLAGS ? `${out.DENO_V8_FLAGS},${flags}` : flags;
+  out[MALLOC_ENV.name] ??= MALLOC_ENV.value;
+  out[SIZED_ENV] = "1";
+  return out;
+}
+
+/**
+ * Replaces this process with itself started with `flags` added to DENO_V8_FLAGS (and
+ * {@linkcode MALLOC_ENV} unless the environment sets it), through execve(2). Returns false when it cannot (not Linux, no FFI or environment permission, no
  * libc found, execve failed); on success it does not return.
  */
 function reexec(flags: string): boolean {
@@ -329,9 +366,7 @@ function reexec(flags: string): boolean {
   if (!libc) return false;
   try {
     const argv = Deno.readTextFileSync("/proc/self/cmdline").split("\0").slice(0, -1);
-    const env = Deno.env.toObject();
-    env.DENO_V8_FLAGS = env.DENO_V8_FLAGS ? `${env.DENO_V8_FLAGS},${flags}` : flags;
-    env[SIZED_ENV] = "1";
+    const env = sizedEnv(Deno.env.toObject(), flags);
     const keep: Uint8Array[] = [];
     const cString = (s: string) => {
       const b = new TextEncoder().encode(`${s}\0`);

@@ -4,6 +4,7 @@ import {
   heapFlags,
   parseMemoryQuantity,
   readCgroupMemoryLimit,
+  sizedEnv,
 } from "./memory_limit.ts";
 
 const MI = 2 ** 20;
@@ -31,6 +32,24 @@ Deno.test("heapBudget leaves native memory outside the heap at every size", () =
   }
   assert.equal(heapFlags(heapBudget(256 * MI)), "--max-old-space-size=144,--max-semi-space-size=4");
   assert.throws(() => heapBudget(0), RangeError);
+});
+
+Deno.test("sizedEnv: the heap budget added, glibc's mmap threshold fixed unless the user set it", () => {
+  const flags = heapFlags(heapBudget(256 * MI));
+  assert.deepEqual(sizedEnv({ HOME: "/home/op" }, flags), {
+    HOME: "/home/op",
+    DENO_V8_FLAGS: "--max-old-space-size=144,--max-semi-space-size=4",
+    MALLOC_MMAP_THRESHOLD_: "1048576",
+    KUBENO_HEAP_SIZED: "1",
+  });
+  const own = { DENO_V8_FLAGS: "--stack-size=2000", MALLOC_MMAP_THRESHOLD_: "4194304" };
+  const env = sizedEnv(own, flags);
+  assert.equal(
+    env.DENO_V8_FLAGS,
+    "--stack-size=2000,--max-old-space-size=144,--max-semi-space-size=4",
+  );
+  assert.equal(env.MALLOC_MMAP_THRESHOLD_, "4194304", "the user's own threshold is kept");
+  assert.equal(own.DENO_V8_FLAGS, "--stack-size=2000", "the given environment is not changed");
 });
 
 Deno.test("readCgroupMemoryLimit: cgroup v1, the own cgroup's limit", () => {
