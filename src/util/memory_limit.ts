@@ -101,17 +101,18 @@ export function heapFlags(budget: HeapBudget): string {
 /**
  * The native-memory setting an operator runs with under a memory limit: glibc malloc's mmap
  * threshold fixed at 1 MiB, as an environment variable (glibc reads it once, at start). The
- * generated Deployment and Dockerfile set it; `run` adds it when it restarts itself for the
+ * generated Deployment and Dockerfiles set it; `run` adds it when it restarts itself for the
  * heap budget.
  *
  * glibc serves allocations below its mmap threshold from its heaps, and raises the threshold
  * (up to 32 MiB) each time a larger mapped block is freed. The multi-MiB buffers a list page
  * passes through in the runtime (the response body and its decoded text) then come from the
  * heaps, and stay there once freed. An informer's sync of 10,000 ConfigMaps measured 3.3–3.5
- * KB of RSS per object after a full GC and peaked at 111–124 MiB; with the threshold fixed at
+ * KB of RSS per object after a full GC and peaked at 102–124 MiB; with the threshold fixed at
  * 1 MiB (which also stops the raising), 3.0 KB and 99–100 MiB, the sync time unchanged
  * (BENCHMARKS.md, "Native memory"). At 128 KiB, glibc's starting value, a converge's CPU rose
- * by 18%: smaller buffers that the hot path allocates again and again were mapped each time.
+ * by 18% in the median of three runs: smaller buffers that the hot path allocates again and
+ * again would be mapped and unmapped each time.
  */
 export const MALLOC_ENV: { readonly name: string; readonly value: string } = {
   name: "MALLOC_MMAP_THRESHOLD_",
