@@ -191,7 +191,7 @@ export type Operator = "kubeno" | "kubeno-fifo" | "controller-runtime" | "kube-r
 export const DEPLOYED_V8_FLAGS: string = v8FlagsForLimit(DEFAULT_MEMORY_LIMIT);
 
 /**
- * The environment the generated Deployment and Dockerfile give an operator besides its heap
+ * The environment the generated Deployment and Dockerfiles give an operator besides its heap
  * flags: glibc's mmap threshold fixed at 1 MiB (`MALLOC_ENV`, src/util/memory_limit.ts).
  * kubeno's operator and informer contenders run with it.
  */

@@ -6,6 +6,9 @@
 //
 //   deno run -A --v8-flags=--expose-gc bench/kubeno_informer.ts --kubeconfig FILE --namespace NS [--metadata]
 //
+// The harness runs it with the environment the generated Deployment sets
+// (MALLOC_MMAP_THRESHOLD_=1048576, `DEPLOYED_ENV` in bench/_peers.ts).
+//
 // Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
 import { parseArgs } from "node:util";
 import { createClient } from "../src/client/client.ts";

@@ -238,8 +238,8 @@ export function readCgroupMemoryLimit(files: CgroupFiles = fsFiles): CgroupMemor
 //    limit, or the user passed heap flags), nothing happens.
 // 2. Otherwise, where FFI is permitted (`deno run -A`), the process replaces itself once with
 //    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the
-//    budget and MALLOC_ENV added unless set — so the kubelet still sees one process, signals and the exit code need no
-//    forwarding, and no parent stays resident inside the limit. Spawning a child instead
+//    budget and MALLOC_ENV added unless set — so the kubelet still sees one process, signals
+//    and the exit code need no forwarding, and no parent stays resident inside the limit. Spawning a child instead
 //    would keep the parent inside the cgroup: 70 MiB resident once the operator's modules
 //    are loaded (measured).
 // 3. Otherwise (a compiled operator holds only its own permissions) it logs one warning with
@@ -349,8 +349,9 @@ export function sizedEnv(env: Record<string, string>, flags: string): Record<str
 
 /**
  * Replaces this process with itself started with `flags` added to DENO_V8_FLAGS (and
- * {@linkcode MALLOC_ENV} unless the environment sets it), through execve(2). Returns false when it cannot (not Linux, no FFI or environment permission, no
- * libc found, execve failed); on success it does not return.
+ * {@linkcode MALLOC_ENV} unless the environment sets it), through execve(2). Returns false
+ * when it cannot (not Linux, no FFI or environment permission, no libc found, execve failed);
+ * on success it does not return.
  */
 function reexec(flags: string): boolean {
   if (Deno.build.os !== "linux") return false;
