@@ -253,7 +253,7 @@ export function limitCommand(peers: Peers, kubeconfig: string, namespace: string
 
 /** The informer-sync contenders. */
 export function informerCommand(
-  who: "kubeno" | "kubeno-metadata" | "client-go" | "client-node",
+  who: InformerContender,
   peers: Peers,
   kubeconfig: string,
   namespace: string,
@@ -281,6 +281,13 @@ export function informerCommand(
         cmd: peers.informerSync,
         args: ["-kubeconfig", kubeconfig, "-namespace", namespace],
       };
+    case "client-go-json":
+    case "client-go-json-list":
+      return {
+        cmd: peers.informerSync,
+        args: ["-kubeconfig", kubeconfig, "-namespace", namespace, "-json"],
+        env: who === "client-go-json-list" ? { KUBE_FEATURE_WatchListClient: "false" } : {},
+      };
     case "client-node":
       return {
         cmd: "node",
@@ -289,6 +296,19 @@ export function informerCommand(
       };
   }
 }
+
+/**
+ * The informer-sync contenders. `client-go` asks for protobuf, as client-go does by default;
+ * `client-go-json` asks for JSON, the encoding kubeno reads (with client-go's default
+ * watch-list), and `client-go-json-list` JSON in paged lists, as kubeno syncs.
+ */
+export type InformerContender =
+  | "kubeno"
+  | "kubeno-metadata"
+  | "client-go"
+  | "client-go-json"
+  | "client-go-json-list"
+  | "client-node";
 
 /**
  * Versions of everything measured, for the report.

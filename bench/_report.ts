@@ -176,7 +176,12 @@ export function renderMarkdown(r: Results): string {
       } | ${ratio(k?.rssAfterMiB, b?.rssAfterMiB)} | ${ratio(k?.peakRssMiB, b?.peakRssMiB)} | ${
         ratio(k?.cpuSec, b?.cpuSec)
       } |`;
-    lines.push(row("kubeno / client-go", g), row("kubeno / client-node", n));
+    lines.push(row("kubeno / client-go", g));
+    // The same wire format: kubeno reads JSON, which client-go asks for only when told to.
+    const gj = c["client-go-json"], gjl = c["client-go-json-list"];
+    if (gj) lines.push(row("kubeno / client-go over JSON (watch-list)", gj));
+    if (gjl) lines.push(row("kubeno / client-go over JSON (paged list)", gjl));
+    lines.push(row("kubeno / client-node", n));
     const md = c["kubeno-metadata"];
     if (md) {
       lines.push(

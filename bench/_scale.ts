@@ -20,7 +20,7 @@ export const SCALE_SIZES = {
 
 /** Contenders on each curve. */
 export const SCALE_CONTENDERS = {
-  informer: ["kubeno", "client-go"],
+  informer: ["kubeno", "client-go", "client-go-json-list"],
   converge: ["kubeno", "controller-runtime", "kube-rs", "limit"],
 } as const;
 
@@ -37,6 +37,7 @@ const COLORS: Record<string, string> = {
   kubeno: "#2563eb",
   "controller-runtime": "#dc2626",
   "client-go": "#dc2626",
+  "client-go-json-list": "#f59e0b",
   "kube-rs": "#ea580c",
   limit: "#6b7280",
   "client-node": "#16a34a",
@@ -231,12 +232,15 @@ export function renderScale(scale: ScaleResults, chartDir?: string): string {
           } | ${fmt(x.cpuSec, 2)} |`,
         );
       }
-      const k = c.kubeno, g = c["client-go"];
-      lines.push(
-        `| ${fmt(Number(size))} | **kubeno / client-go** | ${ratio(k?.syncMs, g?.syncMs)} | ${
+      const k = c.kubeno;
+      const ratios = (label: string, g: Record<string, number> | undefined) =>
+        `| ${fmt(Number(size))} | **${label}** | ${ratio(k?.syncMs, g?.syncMs)} | ${
           ratio(k?.rssAfterMiB, g?.rssAfterMiB)
-        } | ${ratio(k?.bytesPerObject, g?.bytesPerObject)} | ${ratio(k?.cpuSec, g?.cpuSec)} |`,
-      );
+        } | ${ratio(k?.bytesPerObject, g?.bytesPerObject)} | ${ratio(k?.cpuSec, g?.cpuSec)} |`;
+      lines.push(ratios("kubeno / client-go", c["client-go"]));
+      if (c["client-go-json-list"]) {
+        lines.push(ratios("kubeno / client-go over JSON (paged list)", c["client-go-json-list"]));
+      }
     }
     lines.push(
       "",

@@ -18,6 +18,7 @@ import { parseArgs } from "node:util";
 import { KUBERNETES_VERSION } from "../src/testing/assets.ts";
 import {
   informerCommand,
+  type InformerContender,
   limitCommand,
   type Operator,
   operatorCommand,
@@ -210,18 +211,19 @@ if (only.has("converge-lag")) {
 if (only.has("informer")) {
   const runs = await repeat(
     "informer",
-    ["kubeno", "kubeno-metadata", "client-go", "client-node"],
+    [
+      "kubeno",
+      "kubeno-metadata",
+      "client-go",
+      "client-go-json",
+      "client-go-json-list",
+      "client-node",
+    ],
     (who) =>
       runInformer(
         ctx,
         size.m,
-        (kc, ns) =>
-          informerCommand(
-            who as "kubeno" | "kubeno-metadata" | "client-go" | "client-node",
-            peers,
-            kc,
-            ns,
-          ),
+        (kc, ns) => informerCommand(who as InformerContender, peers, kc, ns),
         who,
       ),
   );
@@ -299,7 +301,7 @@ if (only.has("scale")) {
         runInformer(
           ctx,
           m,
-          (kc, ns) => informerCommand(who as "kubeno" | "client-go", peers, kc, ns),
+          (kc, ns) => informerCommand(who as InformerContender, peers, kc, ns),
           who,
         ),
       reps,

@@ -3,7 +3,13 @@
 // /proc/self/status VmRSS after a forced GC that returns freed memory to the OS), and the
 // live heap (runtime.MemStats.HeapAlloc) after minus before.
 //
-//	informer-sync -kubeconfig FILE -namespace NS
+//	informer-sync -kubeconfig FILE -namespace NS [-json]
+//
+// By default client-go asks for protobuf, which the API server speaks for built-in kinds
+// only; -json makes it ask for JSON, the one encoding kubeno (and every client of a custom
+// resource) reads, so the two informers can be compared on the same wire format.
+// KUBE_FEATURE_WatchListClient=false makes client-go list in pages instead of streaming a
+// watch-list.
 //
 // Prints one JSON line, then waits for SIGTERM so the harness can read peak RSS.
 package main
@@ -38,10 +44,15 @@ func stripManagedFields(in any) (any, error) {
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	namespace := flag.String("namespace", "default", "namespace of the ConfigMaps")
+	asJSON := flag.Bool("json", false, "ask for JSON instead of protobuf")
 	flag.Parse()
 
 	cfg, err := benchapi.RestConfig(*kubeconfig)
 	check(err)
+	if *asJSON {
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
+	}
 	core, err := kubernetes.NewForConfig(cfg)
 	check(err)
 	before, heapBefore := benchapi.RSSKiB(), benchapi.HeapBytes()
@@ -68,6 +79,7 @@ func main() {
 		"bytesPerObject":     float64(after-before) * 1024 / float64(max(count, 1)),
 		"heapBytesPerObject": float64(heapAfter-heapBefore) / float64(max(count, 1)),
 		"watchListClient":    clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient),
+		"contentType":        cfg.ContentType,
 	})
 	fmt.Println(string(out))
 
