@@ -1,12 +1,13 @@
 /**
  * HTTP/1.1 over kubeno's own TLS connections (`Deno.startTls` over a TCP connection with
  * `TCP_NODELAY`, or `Deno.connectTls` to present a client certificate), for the API server's
- * one-shot requests (a get, a write, a delete) and its watches: the request written in one piece, a
- * one-shot response read whole into one string, a watch's body handed on as it arrives, a read of
- * the connection at a time, and the connection kept for the next request. `fetch` builds a
- * `Request`, `Headers`, an abort signal and body streams for each of them; measured against a local
- * TLS server, this path spent 90–110 µs of CPU per request against fetch's 280–290 µs (HTTP/1.1
- * both), and an operator sends thousands of them in a full sync and receives as many watch events.
+ * one-shot requests (a get, a write, a delete) and its watches: the request written in one
+ * piece, a one-shot response read whole into one string, a watch's body handed on as it
+ * arrives, a read of the connection at a time, and the connection kept for the next request.
+ * `fetch` builds a `Request`, `Headers`, an abort signal and body streams for each of them;
+ * measured against a local TLS server, this path spent 90–110 µs of CPU per request against
+ * fetch's 280–290 µs (HTTP/1.1 both), and an operator sends thousands of them in a full sync
+ * and receives as many watch events.
  *
  * Lists, pod streams, proxies, `tls-server-name`, `insecure-skip-tls-verify` and traced
  * requests keep using `fetch` (see `Transport`).

@@ -237,11 +237,11 @@ export function readCgroupMemoryLimit(files: CgroupFiles = fsFiles): CgroupMemor
 // 1. When the heap already fits (the generated Deployment sets DENO_V8_FLAGS from its own
 //    limit, or the user passed heap flags), nothing happens.
 // 2. Otherwise, where FFI is permitted (`deno run -A`), the process replaces itself once with
-//    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the budget
-//    and MALLOC_ENV added unless set — so the kubelet still sees one process, signals and the exit
-//    code need no forwarding, and no parent stays resident inside the limit. Spawning a child
-//    instead would keep the parent inside the cgroup: 70 MiB resident once the operator's modules
-//    are loaded (measured).
+//    execve(2) — same pid, same argv (from /proc/self/cmdline), DENO_V8_FLAGS carrying the
+//    budget and MALLOC_ENV added unless set — so the kubelet still sees one process, signals and
+//    the exit code need no forwarding, and no parent stays resident inside the limit. Spawning
+//    a child instead would keep the parent inside the cgroup: 70 MiB resident once the
+//    operator's modules are loaded (measured).
 // 3. Otherwise (a compiled operator holds only its own permissions) it logs one warning with
 //    the DENO_V8_FLAGS to set, and runs on.
 
