@@ -683,6 +683,10 @@ Deno.test("review fixes against a real API server", async (t) => {
         const r = await cp.request("GET", lease);
         return r.body.spec?.holderIdentity === "" ? performance.now() : undefined;
       }, { timeoutMs: 60_000, what: `the Lease to be released; log:\n${op.log}` });
+      // The API server can show the release before the operator's pipe has carried the line.
+      await waitFor(() => op.log.includes("Released lease"), {
+        what: `the release to be logged; log:\n${op.log}`,
+      });
       assert.match(op.log, /did not finish in time/);
       const lines = op.log.split("\n");
       const gaveUp = lines.findIndex((l) => l.includes("did not finish in time"));

@@ -83,8 +83,12 @@ class OperatorProcess implements AsyncDisposable {
       stdout: "null",
       stderr: "piped",
     }).spawn();
-    this.status = this.#proc.status;
     this.#read = this.#collect();
+    // Exited and its last lines read: a test that checks the log after the exit sees them all.
+    this.status = this.#proc.status.then(async (s) => {
+      await this.#read.catch(() => {});
+      return s;
+    });
   }
 
   async #collect(): Promise<void> {

@@ -90,15 +90,20 @@ class Replica {
     return await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text();
   }
 
+  /** Resolves once the process has exited and its last log lines have been read. */
+  async exit(): Promise<Deno.CommandStatus> {
+    const status = await this.proc.status;
+    await this.#pump.catch(() => {});
+    return status;
+  }
+
   async stop(signal: Deno.Signal = "SIGTERM"): Promise<Deno.CommandStatus> {
     if (!this.exited) {
       try {
         this.proc.kill(signal);
       } catch { /* exited */ }
     }
-    const status = await this.proc.status;
-    await this.#pump.catch(() => {});
-    return status;
+    return await this.exit();
   }
 }
 
@@ -251,7 +256,7 @@ Deno.test("sharded replicas under the generated RBAC: POD_NAME identities, rebal
     await t.step("a replica whose member Lease is deleted exits 1", async () => {
       const b = replicas[1];
       await admin.delete(Lease, `${NAME}-member-${NAME}-7d9f-b`, { namespace: NS });
-      const status = await b.proc.status;
+      const status = await b.exit();
       assert.equal(status.code, 1, b.log.split("\n").slice(-10).join("\n"));
       assert.match(b.log, /Lost sharding membership/);
       // The others take its shards and the work goes on.
