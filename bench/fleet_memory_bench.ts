@@ -43,7 +43,7 @@ for (let i = 0; i < N; i += 50) {
       })),
   );
 }
-const controller = reconcile(ConfigMap, { scope: { namespaces: [NS] }, reconcile() {} });
+const controller = reconcile(ConfigMap, { primary: { namespaces: [NS] }, reconcile() {} });
 const rows: string[] = [];
 const base = await heap();
 for (const members of [1, 2, 4]) {

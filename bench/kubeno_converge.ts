@@ -48,8 +48,7 @@ const controller = reconcile(Bench, {
   owns: [ConfigMap],
   finalizer: FINALIZER,
   finalize() {},
-  maxConcurrent: Number(args.workers),
-  fieldManager: FIELD_MANAGER,
+  run: { maxConcurrent: Number(args.workers), fieldManager: FIELD_MANAGER },
   async reconcile(bench, ctx) {
     if (record) {
       const ms = (performance.timeOrigin + performance.now()).toFixed(3);

@@ -28,6 +28,7 @@ import {
   createFleet,
   type Fleet,
   type FleetOptions,
+  hubOf,
   kubeconfigSecrets,
 } from "../runtime/cluster.ts";
 import type { Client } from "../client.ts";
@@ -41,9 +42,9 @@ export const SYNC_LABEL = "fleet.kubeno.dev/sync";
 export const pushSettings = reconcile(Namespace, {
   name: "fleet-settings",
   owns: [ConfigMap],
-  scope: { labelSelector: `${SYNC_LABEL}=true` },
+  primary: { labelSelector: `${SYNC_LABEL}=true` },
   async reconcile(ns, ctx) {
-    const settings = ctx.hub?.cache.get(ConfigMap, "fleet-settings", {
+    const settings = hubOf(ctx)?.cache.get(ConfigMap, "fleet-settings", {
       namespace: FLEET_NAMESPACE,
     });
     await ctx.apply(ConfigMap, {

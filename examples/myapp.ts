@@ -121,8 +121,8 @@ export function phaseOf(app: MyappObject, dep: Deployment): "Pending" | "Running
 export const controller = reconcile(Myapp, {
   owns: [Deployment],
   // The seed's predicate: react to spec changes and to deletion, not to status or metadata
-  // writes. Changes to the owned Deployment still trigger a reconcile.
-  predicates: [or(generationChanged, deletionStarted)],
+  // writes. Changes to the owned Deployment still cause a reconcile.
+  primary: { predicates: [or(generationChanged, deletionStarted)] },
   finalizer: "apps.kubeno.dev/cleanup",
   async reconcile(app, ctx) {
     const dep = await ctx.apply(Deployment, deploymentFor(app));

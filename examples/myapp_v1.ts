@@ -144,7 +144,7 @@ export function deploymentFor(app: MyappObject): ApplyObject<Deployment> {
 /** Keeps each Myapp's Deployment in line with it and reports progress in its status. */
 export const controller = reconcile(Myapp, {
   owns: [Deployment],
-  predicates: [or(generationChanged, deletionStarted)],
+  primary: { predicates: [or(generationChanged, deletionStarted)] },
   finalizer: "apps.kubeno.dev/cleanup",
   async reconcile(app, ctx) {
     const dep = await ctx.apply(Deployment, deploymentFor(app));

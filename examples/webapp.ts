@@ -134,7 +134,7 @@ export const children = dependents(Webapp, {
 
 /** Applies the graph, reports it in the status, deletes it in order. */
 export const controller = reconcile(Webapp, {
-  dependents: children,
+  owns: [children],
   finalizer: "apps.kubeno.dev/ordered-deletion",
   async reconcile(app, ctx) {
     const result = await children.reconcile(app, ctx);

@@ -3,7 +3,7 @@
  * {@linkcode ClusterProvider} engages — {@linkcode fixedClusters} (kubeconfig files) or
  * {@linkcode kubeconfigSecrets} (labelled Secrets on the hub, multicluster-runtime's
  * convention) — each with its own client, informers and queues; `ctx.cluster` names the
- * cluster and `ctx.hub` reads the hub.
+ * cluster and {@linkcode hubOf}`(ctx)` reads the hub.
  *
  * @example Controllers over the clusters whose kubeconfigs are Secrets in "fleet-system"
  * ```ts
@@ -39,4 +39,4 @@ export {
   kubeconfigSecrets,
   type KubeconfigSecretsOptions,
 } from "../src/runtime/cluster/provider.ts";
-export type { ClusterScope, HubAccess } from "../src/runtime/controller/reconcile.ts";
+export { type HubAccess, hubOf } from "../src/runtime/cluster/hub.ts";

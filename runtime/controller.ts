@@ -16,7 +16,9 @@
  * import { ConfigMap } from "../core.ts";
  *
  * const controller = reconcile(ConfigMap, {
- *   predicates: [and(generationChanged, not((ev) => ev.object.metadata.name === "skip"))],
+ *   primary: {
+ *     predicates: [and(generationChanged, not((ev) => ev.object.metadata.name === "skip"))],
+ *   },
  *   reconcile: (cm) => cm.data?.ready === "true" ? undefined : requeue(5_000),
  * });
  * if (controller.name !== "configmap" || controller.resource !== ConfigMap) throw new Error();
@@ -29,6 +31,7 @@ export {
   type ContextWriteOptions,
   type Controller,
   type MapFunc,
+  type PrimaryOptions,
   reconcile,
   type ReconcileContext,
   type ReconcileOptions,
@@ -36,8 +39,12 @@ export {
   type Requeue,
   requeue,
   type RequeueOptions,
+  type RunOptions,
+  type Source,
   type StatusOf,
   TerminalError,
+  type WatchesFrom,
+  watchesFrom,
   type WatchSpec,
 } from "../src/runtime/controller/reconcile.ts";
 export type { ApplyObject } from "../src/client/types.ts";
@@ -49,10 +56,10 @@ export {
   isOptionalKind,
 } from "../src/runtime/controller/caches.ts";
 export {
+  type ExternalSource,
   reconcileAllOn,
   reconcileOn,
-  type Trigger,
-} from "../src/runtime/source/external_triggers.ts";
+} from "../src/runtime/source/external.ts";
 export {
   type BackgroundContext,
   type Daemon,
@@ -87,10 +94,10 @@ export {
 } from "../src/runtime/controller/events.ts";
 export {
   type BackgroundSample,
+  type Cause,
   type ControllerMetricsHooks,
-  ControllerRuntime,
-  type ControllerRuntimeOptions,
-  type QueueCause,
   type ReconcileOutcome,
   type ReconcileSample,
-} from "../src/runtime/controller/runner.ts";
+} from "../src/runtime/controller/metrics_hooks.ts";
+export { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
+export { type ControllerRuntimeOptions } from "../src/runtime/controller/pipeline/assemble.ts";

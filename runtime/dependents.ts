@@ -4,7 +4,7 @@
  * it is ready — applied in topological order behind readiness gates, pruned when no longer
  * desired (recorded with ApplySet labels, KEP-3659, so `kubectl` sees the set) and deleted in
  * reverse order from the finalizer when asked. The graph's kinds are owned by the controller
- * that names it in `reconcile(primary, { dependents })`.
+ * that names it in `owns`: `reconcile(primary, { owns: [graph] })`.
  *
  * This entry holds {@linkcode dependents}, the types beneath it, the ApplySet helpers and the
  * built-in readiness checks.
@@ -36,7 +36,7 @@
  *   },
  * });
  * const controller = reconcile(Secret, {
- *   dependents: children,
+ *   owns: [children],
  *   async reconcile(secret, ctx) {
  *     const result = await children.reconcile(secret, ctx);
  *     ctx.log.info("{key}: {message}", { key: ctx.key, message: result.condition.message });

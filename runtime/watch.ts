@@ -4,7 +4,7 @@
  * dropped connection, relists on 410 Gone, backs off with jitter and detects stalls. It yields
  * {@linkcode WatchEvent}s: an {@linkcode ObjectEvent} (`added`, `modified`, `deleted`) or a
  * stream event (`relisted`, `bookmark`, `error`). Everything above it in the runtime — the
- * informer's cache, the controller's triggers — is a function over this stream.
+ * informer's cache, the controller's sources — is a function over this stream.
  *
  * Errors: what the stream cannot recover from is a {@linkcode WatchError} naming the kind
  * and query.

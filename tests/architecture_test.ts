@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { measure } from "./_code_budgets.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = join(ROOT, "src");
@@ -22,7 +23,9 @@ const RANKS: readonly (readonly string[])[] = [
   ["runtime/watch", "runtime/queue"],
   ["runtime/cache"],
   ["runtime/source"],
-  ["runtime/controller", "runtime/sharding"],
+  ["runtime/controller", "runtime/sharding"], // controller: the declaration (`reconcile()`)
+  ["runtime/controller/context"], // the reconcile context a worker hands each reconcile
+  ["runtime/controller/pipeline"], // the running controller: sources, write gate, workers
   ["runtime/dependents"],
   ["runtime/manager"],
   ["runtime/cluster"],
@@ -291,4 +294,20 @@ Deno.test("deno doc shows setCondition's options as optional", async () => {
   // deno-lint-ignore no-explicit-any
   const params = fn.declarations[0].def.params.map((p: any) => [p.name, p.optional]);
   assert.deepEqual(params, [["conditions", false], ["condition", false], ["options", true]]);
+});
+
+Deno.test("the controller's stages stay in their budgets: runner.ts ≤ 400 lines, no class over 300 lines or 12 private fields, no function over 80 lines", async () => {
+  const { files, classes, functions } = await measure(join(SRC, "runtime/controller"), ROOT);
+  const runner = files.find((f) => f.file === "src/runtime/controller/pipeline/runner.ts");
+  assert.ok(runner, "src/runtime/controller/pipeline/runner.ts is gone");
+  assert.ok(runner.lines <= 400, `runner.ts has ${runner.lines} lines`);
+  const over = [
+    ...classes.filter((c) => c.lines > 300 || c.privateFields! > 12).map((c) =>
+      `class ${c.name} (${c.file}): ${c.lines} lines, ${c.privateFields} private fields`
+    ),
+    ...functions.filter((f) => f.lines > 80).map((f) =>
+      `function ${f.name} (${f.file}): ${f.lines} lines`
+    ),
+  ];
+  assert.deepEqual(over, [], `over budget in src/runtime/controller:\n${over.join("\n")}`);
 });

@@ -17,7 +17,7 @@ import { metadataOnly } from "../src/core/metadata_only.ts";
 import { objectKey } from "../src/core/object_key.ts";
 import { createManager, type ManagerOptions } from "../src/runtime/manager/manager.ts";
 import { type Controller, reconcile, requeue } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { deriveRbac } from "../src/deploy/rbac.ts";
@@ -154,8 +154,12 @@ Deno.test("reading from the cache against a real API server", async (t) => {
       let active = 0;
       const controller = reconcile(Stack, {
         name: "by-configmap",
-        indexes: {
-          byConfigMap: (s) => [objectKey({ namespace: s.metadata.namespace, name: s.spec.value })],
+        primary: {
+          indexes: {
+            byConfigMap: (s) => [
+              objectKey({ namespace: s.metadata.namespace, name: s.spec.value }),
+            ],
+          },
         },
         watches: [{
           resource: ConfigMap,
@@ -305,7 +309,7 @@ Deno.test("reading from the cache against a real API server", async (t) => {
       await client.create(Stack, stack("r", ns, "token"));
       const controller = reconcile(Stack, {
         name: "scoped",
-        scope: { namespaces: [ns] },
+        primary: { namespaces: [ns] },
         owns: [{ resource: ConfigMap, namespaces: [ns] }],
         reads: [{ resource: Secret, namespaces: [ns] }],
         async reconcile(s, ctx) {

@@ -18,11 +18,12 @@ import { startLagProxy } from "../src/testing/lag_proxy.ts";
 import { createClient, type RequestMetric } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { type Controller, reconcile, requeue } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime, type QueueCause } from "../src/runtime/controller/runner.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
+import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { controllerOf } from "../src/core/owner.ts";
 import { objectKey } from "../src/core/object_key.ts";
-import { compareResourceVersions } from "../src/runtime/controller/_write_memory.ts";
+import { compareResourceVersions } from "../src/core/resource_version.ts";
 import type { ObjectOf } from "../src/core/resource.ts";
 import { waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
@@ -47,7 +48,7 @@ Deno.test("consistency: a reconcile never acts on a cache older than its own wri
 
   /** Runs `controller` in namespace `ns` until the returned value is disposed. */
   const run = async (controller: Controller<any>, ns: string) => {
-    const causes: Partial<Record<QueueCause, number>> = {};
+    const causes: Partial<Record<Cause, number>> = {};
     let echoes = 0;
     let active = 0;
     const informers = new InformerFactory({ client });

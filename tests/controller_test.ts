@@ -16,7 +16,7 @@ import {
   type RateLimiter,
 } from "../src/runtime/queue/rate_limiter.ts";
 import { reconcile, requeue, TerminalError } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
@@ -71,7 +71,7 @@ Deno.test("controllers against a real API server", async (t) => {
       const controller = reconcile(Stack, {
         name: "stack-load",
         owns: [ConfigMap],
-        maxConcurrent: 8,
+        run: { maxConcurrent: 8 },
         async reconcile(s, ctx) {
           if (active.has(ctx.key)) overlaps++;
           active.add(ctx.key);
@@ -171,7 +171,7 @@ Deno.test("controllers against a real API server", async (t) => {
       const seen = new Map<string, number[]>();
       const controller = reconcile(Stack, {
         name: "stack-pred",
-        predicates: [or(generationChanged, deletionStarted)],
+        primary: { predicates: [or(generationChanged, deletionStarted)] },
         watches: [{
           resource: Secret,
           map: (s) =>

@@ -25,8 +25,8 @@ import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";
 import { isNotFound } from "../src/client/api_error.ts";
-import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
-import type { QueueCause } from "../src/runtime/controller/metrics_hooks.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
+import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import {
   APPLYSET_GROUP_KINDS_ANNOTATION,
@@ -118,7 +118,7 @@ async function apiWrites(cp: { kubectl(...a: string[]): Promise<{ stdout: string
 
 /** Runs the example's controller in `ns` through `client`. */
 async function runController(client: Client, ns: string) {
-  const causes: { cause: QueueCause; at: number }[] = [];
+  const causes: { cause: Cause; at: number }[] = [];
   let active = 0;
   const informers = new InformerFactory({ client });
   const runtime = new ControllerRuntime(controller, {

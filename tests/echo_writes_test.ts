@@ -8,7 +8,7 @@ import { startControlPlane } from "../src/testing/control_plane.ts";
 import { createClient, type RequestMetric } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime } from "../src/runtime/controller/runner.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
@@ -30,7 +30,7 @@ Deno.test("no echo writes, and changes by others are still reconciled", async (t
   let reconciles = 0;
   const controller = reconcile(Stack, {
     owns: [ConfigMap],
-    maxConcurrent: 4,
+    run: { maxConcurrent: 4 },
     async reconcile(stack, ctx) {
       reconciles++;
       await ctx.apply(ConfigMap, {

@@ -139,7 +139,7 @@ async function hungStorm(
     client,
     namespaces: [ns],
     controllers: [reconcile(ConfigMap, {
-      ...workers,
+      run: workers,
       async reconcile(cm) {
         if (cm.data?.v === edit) {
           edited = true;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
-import type { ReconcileSample } from "../src/runtime/controller/runner.ts";
+import type { ReconcileSample } from "../src/runtime/controller/metrics_hooks.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
@@ -159,7 +159,7 @@ Deno.test("manager against a real API server", async (t) => {
       namespaces: [ns],
       shutdownTimeoutMs: 300,
       controllers: [reconcile(ConfigMap, {
-        maxConcurrent: 2,
+        run: { maxConcurrent: 2 },
         async reconcile(cm, ctx) {
           entered.add(cm.metadata.name!);
           if (cm.metadata.name === "slow") {

@@ -1,5 +1,5 @@
-// A bound on one reconcile (`timeoutMs`, controller-runtime's `ReconciliationTimeout`) against
-// a real kube-apiserver: a reconcile that never settles for one key is cut at its bound (its
+// A bound on one reconcile (`run.timeoutMs`, controller-runtime's `ReconciliationTimeout`)
+// against a real kube-apiserver: a reconcile that never settles for one key is cut at its bound (its
 // ctx.signal aborts with a TimeoutError, its later write through ctx is refused), counted by
 // the timeout hook, retried under the key's growing backoff, and the single worker serves
 // the other keys meanwhile.
@@ -8,7 +8,8 @@ import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime, type ReconcileSample } from "../src/runtime/controller/runner.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
+import type { ReconcileSample } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import {
   defaultControllerRateLimiter,
@@ -39,7 +40,7 @@ interface HangAttempt {
   settled: boolean;
 }
 
-Deno.test("timeoutMs cuts a hung reconcile, frees its worker and retries it with backoff", async () => {
+Deno.test("run.timeoutMs cuts a hung reconcile, frees its worker and retries it with backoff", async () => {
   await using cp = await startControlPlane();
   using client = await createClient({ kubeconfig: cp.kubeconfigPath, fieldManager: "tester" });
   const ns = await createNamespace(client, uniqueName("timeout"));
@@ -54,8 +55,7 @@ Deno.test("timeoutMs cuts a hung reconcile, frees its worker and retries it with
 
   const controller = reconcile(ConfigMap, {
     name: "cm-timeout",
-    maxConcurrent: 1,
-    timeoutMs: 1_000,
+    run: { maxConcurrent: 1, timeoutMs: 1_000 },
     reconcile(cm, ctx) {
       if (cm.metadata.name !== "hang") {
         others.push({

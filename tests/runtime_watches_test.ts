@@ -1,5 +1,6 @@
 // Watches decided at run time, against a real kube-apiserver: a controller whose config
-// object names the kind to watch (`watchesFrom`) starts that watch after the reconcile that
+// object names the kind to watch (a `watchesFrom(fn)` entry of `watches`) starts that watch
+// after the reconcile that
 // reads the change, is triggered by it, and drops it (the API server's own gauge shows the
 // watch close) when the config no longer names it.
 import assert from "node:assert/strict";
@@ -7,7 +8,7 @@ import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
-import { reconcile } from "../src/runtime/controller/reconcile.ts";
+import { reconcile, watchesFrom } from "../src/runtime/controller/reconcile.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 Deno.test("a controller adds and drops a watch as its config says", async () => {
@@ -32,10 +33,13 @@ Deno.test("a controller adds and drops a watch as its config says", async () => 
     client,
     namespaces: [ns],
     controllers: [reconcile(ConfigMap, {
-      watchesFrom: (cache) =>
-        cache.get(ConfigMap, "config", { namespace: ns })?.data?.watch === "secrets"
-          ? [{ resource: Secret, namespaces: [ns], map: () => [`${ns}/config`] }]
-          : [],
+      watches: [
+        watchesFrom((cache) =>
+          cache.get(ConfigMap, "config", { namespace: ns })?.data?.watch === "secrets"
+            ? [{ resource: Secret, namespaces: [ns], map: () => [`${ns}/config`] }]
+            : []
+        ),
+      ],
       reconcile: () => void reconciles++,
     })],
   });

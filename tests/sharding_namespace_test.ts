@@ -30,7 +30,7 @@ const shardOfNamespace = (ns: string) => Number((fnv1a64(ns) * BigInt(SHARDS)) >
 
 const parents = reconcile(ConfigMap, {
   name: "parents",
-  scope: { labelSelector: `${PARENT}=true` },
+  primary: { labelSelector: `${PARENT}=true` },
   owns: [Secret],
   async reconcile(cm, ctx) {
     await ctx.apply(Secret, {

@@ -39,10 +39,12 @@ Deno.test("timers and daemons per object", async (t) => {
       client,
       namespaces: [ns],
       controllers: [reconcile(ConfigMap, {
-        timers: [every(200, (_cm, ctx) => {
-          ticks.set(ctx.key, [...ticks.get(ctx.key) ?? [], Date.now()]);
-        }, { jitter: 0.1 })],
-        daemons: [daemon(async (_cm, ctx) => void ended.set(ctx.key, await aborted(ctx.signal)))],
+        sources: [
+          every(200, (_cm, ctx) => {
+            ticks.set(ctx.key, [...ticks.get(ctx.key) ?? [], Date.now()]);
+          }, { jitter: 0.1 }),
+          daemon(async (_cm, ctx) => void ended.set(ctx.key, await aborted(ctx.signal))),
+        ],
         reconcile() {},
       })],
     });
@@ -76,7 +78,7 @@ Deno.test("timers and daemons per object", async (t) => {
       client,
       namespaces: [ns],
       controllers: [reconcile(ConfigMap, {
-        daemons: [daemon(() => {
+        sources: [daemon(() => {
           starts.push(Date.now());
           throw new Error("Cannot reach the backend");
         }, { backoffMs: 100, maxBackoffMs: 400 })],
@@ -113,7 +115,7 @@ Deno.test("timers and daemons per object", async (t) => {
         retryPeriodMs: 500,
       },
       controllers: [reconcile(ConfigMap, {
-        daemons: [daemon(async (_cm, ctx) => void (await (reason = aborted(ctx.signal))))],
+        sources: [daemon(async (_cm, ctx) => void (await (reason = aborted(ctx.signal))))],
         reconcile() {},
       })],
     });

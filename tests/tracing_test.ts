@@ -142,7 +142,7 @@ Deno.test({
         const { trace, event, reconcile, apply, status } = found;
         // The reconcile is the event's child (the event queued it: its trigger) and carries
         // the controller's reconcile fields.
-        assert.ok(Number(tag(reconcile, "kubeno.reconcile.triggers")) >= 1);
+        assert.ok(Number(tag(reconcile, "kubeno.reconcile.causes")) >= 1);
         assert.equal(tag(reconcile, "kubeno.controller"), "myapp");
         assert.equal(tag(reconcile, "kubeno.key"), `default/${NAME}`);
         assert.match(String(tag(reconcile, "kubeno.reconcile_id")), /^[0-9a-f-]{36}$/);

@@ -29,7 +29,7 @@ export interface ControllerMetrics {
   /** A reconcile threw instead of returning (`controller_runtime_reconcile_panics_total`). */
   panicked(): void;
   /**
-   * A reconcile ran past the controller's `timeoutMs` and was cut
+   * A reconcile ran past the controller's `run.timeoutMs` and was cut
    * (`controller_runtime_reconcile_timeouts_total`); it is also reported to `reconciled` as
    * an `error`.
    */

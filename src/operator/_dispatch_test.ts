@@ -259,7 +259,7 @@ Deno.test("defineOperator: a primary with dependents gets its CRD labelled an Ap
   const graph = dependents(Gadget, {
     config: { resource: ConfigMap, desired: () => ({ metadata: { name: "c" }, data: {} }) },
   });
-  const withGraph = reconcile(Gadget, { dependents: graph, reconcile() {} });
+  const withGraph = reconcile(Gadget, { owns: [graph], reconcile() {} });
   const labels = (def: ReturnType<typeof defineOperator>) =>
     Object.fromEntries(
       def.installs.map((i) => [i.crd.metadata.name, i.crd.metadata.labels ?? {}]),

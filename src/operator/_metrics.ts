@@ -3,7 +3,7 @@
 // `run`'s /metrics endpoint as kubebuilder v4 scaffolds it: HTTPS behind the API server's
 // authentication and authorization by default (`--metrics-secure`), plain HTTP by flag.
 import type { Client, RequestMetric } from "../client/client.ts";
-import type { ControllerMetricsHooks } from "../runtime/controller/runner.ts";
+import type { ControllerMetricsHooks } from "../runtime/controller/metrics_hooks.ts";
 import type { LeaderElectionMetrics } from "../runtime/manager/leader_election.ts";
 import { Registry, serveMetrics } from "../metrics/registry.ts";
 import {

@@ -21,7 +21,7 @@ export interface OperatorFleetOptions {
   /** Discovers the members, e.g. `kubeconfigSecrets({ namespace })`. */
   clusters: ClusterProvider;
   /**
-   * Hub kinds the reconciles read through `ctx.hub.cache`; `manifests` grants reading them.
+   * Hub kinds the reconciles read through `hubOf(ctx)?.cache`; `manifests` grants reading them.
    * @default []
    */
   hubReads?: readonly Resource[];

@@ -3,7 +3,7 @@
  * {@linkcode ClusterProvider} engages and disengages clusters at run time; for each engaged
  * cluster the fleet runs one single-cluster {@linkcode Manager} of its own — its client, its
  * informers, its controllers' queues and workers — so `ctx.client`, `ctx.cache` and
- * `ctx.events` are that cluster's, `ctx.cluster` names it and `ctx.hub` reads the hub.
+ * `ctx.events` are that cluster's, `ctx.cluster` names it and `hubOf(ctx)` reads the hub.
  * (multicluster-runtime's `mcmanager` with `Engage(ctx, name, cluster)`.)
  *
  * ## Flow
@@ -35,13 +35,14 @@ import { getLogger } from "../../util/log.ts";
 import { firstLine } from "../../util/cli_io.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { Controller, HubAccess } from "../controller/reconcile.ts";
-import type { ControllerMetricsHooks } from "../controller/runner.ts";
+import type { Controller } from "../controller/reconcile.ts";
+import type { ControllerMetricsHooks } from "../controller/metrics_hooks.ts";
 import { InformerFactory } from "../cache/informer_factory.ts";
 import { InformerReader } from "../cache/reader.ts";
 import type { Informer } from "../cache/informer.ts";
 import { createManager, type Manager, type ManagerOptions } from "../manager/manager.ts";
 import type { ClusterConfig, ClusterProvider } from "./provider.ts";
+import { type HubAccess, registerHub } from "./hub.ts";
 import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "cluster"]);
@@ -58,7 +59,7 @@ export interface FleetOptions {
    */
   hub?: Client;
   /**
-   * Kinds of the hub that reconciles read through `ctx.hub.cache` (e.g. the operator's
+   * Kinds of the hub that reconciles read through `hubOf(ctx)?.cache` (e.g. the operator's
    * configuration); a change of one queues every primary on every cluster.
    * @default []
    */
@@ -462,11 +463,12 @@ export class Fleet implements AsyncDisposable {
         log.error("Cannot engage cluster {cluster}: {error}", { cluster: name, error: e.error });
         return;
       }
+      if (this.#hub) registerHub(e.client, this.#hub);
       const manager = createManager({
         ...this.#opts.manager,
         controllers: this.controllers,
         client: e.client,
-        cluster: { name, ...(this.#hub ? { hub: this.#hub } : {}) },
+        cluster: name,
         metrics: this.#opts.metrics?.(name),
         shutdownTimeoutMs: this.#opts.disengageTimeoutMs ?? 5_000,
       });

@@ -11,8 +11,7 @@ Deno.test("caches: one entry per kind, primary first, declarations merged", () =
     owns: [{ resource: Secret, labelSelector: "app=x", indexes: { byOwner } }],
     watches: [{ resource: Secret, map: () => [] }, { resource: Pod, map: () => [] }],
     reads: [metadataOnly(Pod), Node],
-    indexes: { byName: (cm) => [cm.metadata.name!] },
-    scope: { namespaces: ["a"] },
+    primary: { namespaces: ["a"], indexes: { byName: (cm) => [cm.metadata.name!] } },
     reconcile: noop,
   });
   assert.deepEqual(c.caches.map((k) => [k.resource.kind, k.roles.join("+")]), [

@@ -1,13 +1,13 @@
 /**
- * The metrics hooks of controllers: what a `ControllerRuntime` (`runner.ts`) reports, as plain
- * callbacks, so that the runner never imports the metrics registry (`src/metrics/` maps
- * these to controller-runtime's metric families).
+ * The metrics hooks of controllers: what a `ControllerRuntime` (`pipeline/runner.ts`)
+ * reports, as plain callbacks, so that the runner never imports the metrics registry
+ * (`src/metrics/` maps these to controller-runtime's metric families).
  *
  * @module
  */
 import type { WorkQueueMetrics } from "../queue/workqueue.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { BackgroundSample } from "../source/timers.ts";
+import type { BackgroundSample } from "../source/background.ts";
 
 export type { BackgroundSample };
 
@@ -36,9 +36,10 @@ export interface ReconcileSample {
  * object; a `requeue(ms)`; a failed reconcile's backoff; or the end of a wait for the cache
  * to show the controller's own writes (`cache` when it did, `cache-timeout` when the bound
  * passed first); an optional kind becoming served (`served`: every primary is queued); an
- * external trigger or "reconcile all" on demand (`trigger`).
+ * external source of `sources` (`reconcileOn`, `reconcileAllOn`) or "reconcile all" on demand
+ * (`source`).
  */
-export type QueueCause =
+export type Cause =
   | "primary"
   | "owns"
   | "watches"
@@ -47,7 +48,7 @@ export type QueueCause =
   | "cache"
   | "cache-timeout"
   | "served"
-  | "trigger";
+  | "source";
 
 /**
  * Metrics hooks of controllers, mapping to controller-runtime's metrics. Hooks run
@@ -55,7 +56,7 @@ export type QueueCause =
  */
 export interface ControllerMetricsHooks {
   /** A key was put in the queue, and why: `kubeno_controller_queue_adds_total{cause}`. */
-  queued?(controller: string, cause: QueueCause): void;
+  queued?(controller: string, cause: Cause): void;
   /**
    * A watch event was the echo of the controller's own write and queued nothing:
    * `kubeno_controller_own_write_echoes_total`.
@@ -70,7 +71,7 @@ export interface ControllerMetricsHooks {
   /** A reconcile finished: `controller_runtime_reconcile_total`, `_errors_total`, `_time_seconds`. */
   reconcile?(sample: ReconcileSample): void;
   /**
-   * A reconcile ran past the controller's `timeoutMs` and was cut (it is also reported to
+   * A reconcile ran past the controller's `run.timeoutMs` and was cut (it is also reported to
    * `reconcile` as an `error`): `controller_runtime_reconcile_timeouts_total`.
    */
   timeout?(controller: string): void;

@@ -8,6 +8,23 @@
  * (its primary, `owns`, `watches`, `reads`) is cached, scoped as declared, and `ctx.cache`
  * and map functions read it without a request. `ctx.client` stays for uncached reads.
  *
+ * ## The declaration
+ *
+ * Besides `name`, `reconcile` and the finalizer, the options come in groups:
+ *
+ * - `primary`: which primaries are cached, their `indexes`, which of their events count
+ *   (`predicates`);
+ * - `owns`: children whose events reconcile their controller owner — kinds,
+ *   `metadataOnly(kind)`, `{ resource, ... }`, `dependents(...)` graphs;
+ * - `watches`: other kinds mapped to primaries — `{ resource, map }`, `watchesFrom(fn)`;
+ * - `reads`: kinds read from the cache, never a cause;
+ * - `sources`: what is not an informer — external sources (`reconcileOn`, `reconcileAllOn`)
+ *   that queue keys, timers (`every`) and daemons (`daemon`) that run beside reconciles;
+ * - `run`: how it runs — `maxConcurrent`, `reservedWorkers`, `timeoutMs`, `fieldManager`.
+ *
+ * What causes a reconcile is an event of the primary, of an `owns` or a `watches` kind, an
+ * item of an external source, or a `requeue(ms)` (the `Cause` of a queued key, in metrics).
+ *
  * ## Flow
  *
  * A change to a primary object, to an object it owns (its controller ownerReference points
@@ -21,7 +38,7 @@
  *
  * - Level-based: reconcile gets the current state, never the event; several changes may
  *   lead to one call.
- * - One call per key at a time; different keys run in parallel up to `maxConcurrent`.
+ * - One call per key at a time; different keys run in parallel up to `run.maxConcurrent`.
  * - Objects that no longer exist are not reconciled.
  * - `reconcile` gets its own copy of the primary (mutating it changes nothing else); what
  *   `ctx.cache` and map functions return is frozen, so no reconcile can corrupt the cache.
@@ -36,7 +53,7 @@
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
  *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
  *   recorded as a Warning Event on the object).
- * - With `timeoutMs`, no reconcile holds a worker longer than that: past it, `ctx.signal`
+ * - With `run.timeoutMs`, no reconcile holds a worker longer than that: past it, `ctx.signal`
  *   aborts, the context sends no more writes, and the key is retried after its backoff
  *   while the worker serves other keys. The abandoned call may still be running when the
  *   retry starts (a promise cannot be stopped from outside); since it can no longer write
@@ -44,7 +61,7 @@
  *
  * @module
  */
-import type { Trigger } from "../source/external_triggers.ts";
+import type { ExternalSource } from "../source/external.ts";
 import type { Daemon, Timer } from "../source/timers.ts";
 import type { Logger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
@@ -91,7 +108,7 @@ export type ReconcileResult = Requeue | undefined | void;
 /**
  * Asks for the object to be reconciled again after `ms` milliseconds, e.g. to poll
  * something the cluster does not notify about. A change to the object meanwhile still
- * triggers a reconcile at once.
+ * causes a reconcile at once.
  *
  * @param ms The delay in milliseconds, `0` or more.
  * @param options `priority`: the key's priority once the delay passed.
@@ -150,22 +167,6 @@ export class TerminalError extends Error {
   }
 }
 
-/** The hub cluster as a reconcile sees it, in {@linkcode ReconcileContext.hub}. */
-export interface HubAccess {
-  /** The hub's client. */
-  readonly client: Client;
-  /** Reads of the fleet's `hubReads` kinds from the hub's informers, without a request. */
-  readonly cache: CacheReader;
-}
-
-/** Which cluster a controller runtime serves, when a fleet runs it. */
-export interface ClusterScope {
-  /** The cluster's name, as its provider engaged it. */
-  readonly name: string;
-  /** The hub, when the fleet has one. */
-  readonly hub?: HubAccess;
-}
-
 /**
  * What reconcile and finalize functions get besides the object: a client, a logger, an event
  * recorder and helpers that write with the controller's field manager.
@@ -197,7 +198,7 @@ export interface ReconcileContext<T extends KubeObject> {
   /** A reference to the primary object. */
   readonly ref: ObjectRef;
   /**
-   * Aborted when this reconcile ran past the controller's `timeoutMs` (with a
+   * Aborted when this reconcile ran past the controller's `run.timeoutMs` (with a
    * `TimeoutError` naming the key and the bound), or when the manager gives up waiting for
    * in-flight work at shutdown. Once it aborted, the context's writes (`apply`, `create`,
    * `update`, `patch`, `delete`, `patchStatus`, `setCondition`, the finalizer's) reject
@@ -208,15 +209,10 @@ export interface ReconcileContext<T extends KubeObject> {
   /**
    * The name of the cluster this reconcile is for when a fleet runs the controller over many
    * clusters (`createFleet`): `client`, `cache` and `events` are that cluster's, and the log
-   * carries a `cluster` property. `undefined` when the operator runs on one cluster.
+   * carries a `cluster` property; `hubOf(ctx)` (`@kubeno/kubeno/runtime/cluster`) reads the
+   * fleet's hub. `undefined` when the operator runs on one cluster.
    */
   readonly cluster: string | undefined;
-  /**
-   * The hub cluster a fleet discovers its clusters from: its client, and a cache of the kinds
-   * the fleet's `hubReads` names (e.g. the operator's own configuration objects). `undefined`
-   * on one cluster.
-   */
-  readonly hub: HubAccess | undefined;
   /**
    * Server-side applies `obj` with the controller's field manager (forcing ownership of
    * conflicting fields) after making the primary its controller owner. A namespaced `obj`
@@ -372,88 +368,113 @@ export interface WatchSpec<U extends KubeObject = any> extends CacheSpec<U> {
 }
 
 /**
+ * A `watches` entry decided at run time, made by {@linkcode watchesFrom}: called with the
+ * controller's cache after each reconcile, `fn` returns the watches wanted now.
+ */
+export interface WatchesFrom {
+  /** Tells it apart from a {@linkcode WatchSpec} in `watches`. */
+  readonly type: "watchesFrom";
+  /** The watches wanted now; the runtime adds and drops watches to match. */
+  readonly fn: (cache: CacheReader) => readonly WatchSpec<any>[];
+}
+
+/**
+ * Watches decided at run time, e.g. from a config object, as an entry of `watches` — the
+ * equivalent of controller-runtime's `Controller.Watch` after start and of Java Operator
+ * SDK's `dynamicallyRegisterEventSource`. After each reconcile the runtime calls `fn` with
+ * the controller's cache, adds the watches of a kind it does not cache yet and drops those it
+ * added that are no longer returned. Entries are matched by kind: one returned again keeps
+ * the map function and scope it was added with. RBAC cannot be derived for these kinds;
+ * grant it with the operator's `rules`.
+ *
+ * @param fn Returns the watches wanted now; it reads only the cache.
+ * @returns The entry, for `reconcile(kind, { watches: [watchesFrom(fn)] })`.
+ * @throws {TypeError} When `fn` is not a function.
+ *
+ * @example Watching the kinds a ConfigMap names
+ * ```ts
+ * import { reconcile, watchesFrom } from "./reconcile.ts";
+ * import { ConfigMap, Secret } from "../../core/kinds.ts";
+ * const controller = reconcile(ConfigMap, {
+ *   watches: [watchesFrom((cache) =>
+ *     cache.get(ConfigMap, "settings", { namespace: "default" })?.data?.secrets === "watch"
+ *       ? [{ resource: Secret, map: (s) => [`${s.metadata.namespace}/settings`] }]
+ *       : []
+ *   )],
+ *   reconcile() {},
+ * });
+ * if (controller.watches.length !== 0 || !controller.watchesFrom) throw new Error();
+ * ```
+ */
+export function watchesFrom(fn: WatchesFrom["fn"]): WatchesFrom {
+  if (typeof fn !== "function") {
+    throw new TypeError(
+      `Cannot make a run-time watch with watchesFrom(): "${fn}" is not a function`,
+    );
+  }
+  return Object.freeze({ type: "watchesFrom", fn });
+}
+
+/**
  * What a graph of dependents (`dependents(...)` of `@kubeno/kubeno/runtime/dependents`) adds
- * to a controller's declaration: the kinds it applies, owned as `owns` entries are, and what
- * it watches to judge readiness (a Service's EndpointSlices).
+ * to a controller's declaration as an entry of `owns`: the kinds it applies, owned as the
+ * other `owns` entries are, and what it watches to judge readiness (a Service's
+ * EndpointSlices).
  */
 export interface DependentKinds {
+  /** Tells it apart from a kind or a `{ resource, ... }` entry in `owns`. */
+  readonly type: "dependents";
   /** Kinds the graph applies and owns. */
   readonly owns: readonly Resource<any>[];
   /** Kinds the graph watches besides, each with its mapping to primaries. */
   readonly watches: readonly WatchSpec<any>[];
 }
 
-/** The functions and options of {@linkcode reconcile}. */
-export interface ReconcileOptions<T extends KubeObject> {
-  /**
-   * Brings the cluster in line with `obj`, the current state of a primary object.
-   *
-   * @param obj The object, a copy of the cached one: changing it changes nothing else.
-   * @param ctx Cache, client, logger, events and write helpers.
-   * @returns `undefined` when done, or `requeue(ms)`.
-   */
-  reconcile(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
-  /**
-   * Cleans up what the cluster does not clean up itself, once `obj` is being deleted.
-   * Requires `finalizer`. The finalizer is removed only after this succeeds; a thrown error
-   * retries with backoff.
-   *
-   * @param obj The object, `deletionTimestamp` set.
-   * @param ctx As for `reconcile`.
-   * @returns `undefined` when done (the finalizer is then removed), or `requeue(ms)` to
-   * finalize again later, keeping the finalizer.
-   */
-  finalize?(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
-  /** Finalizer name, a qualified name such as `apps.kubeno.dev/cleanup`; requires `finalize`. */
-  finalizer?: string;
-  /**
-   * Kinds this controller creates and owns; a change to one whose controller ownerReference
-   * points at a primary reconciles that primary. An entry is a kind (`metadataOnly(kind)` to
-   * cache metadata only) or `{ resource, namespaces, labelSelector, ..., indexes }`.
-   * @default []
-   */
-  owns?: readonly (Resource<any> | CacheSpec<any>)[];
-  /**
-   * A graph of dependents (`dependents(...)`): its kinds are owned (cached, watched and in
-   * the RBAC) as if listed in `owns`, and what it needs to judge readiness is watched. The
-   * reconcile applies the graph itself, with `graph.reconcile(obj, ctx)`.
-   * @default none
-   */
-  dependents?: DependentKinds;
-  /**
-   * Other kinds to watch, each with a function mapping its objects to primaries (it may read
-   * the cache, e.g. an index on the primary), and optionally a cache scope and indexes.
-   * @default []
-   */
-  watches?: readonly WatchSpec<any>[];
-  /**
-   * Kinds `ctx.cache` and map functions read, cached but not watched for changes: a kind,
-   * its `metadataOnly(...)` view, or `{ resource, namespaces, ..., indexes }`. RBAC gets
-   * `get`/`list`/`watch` on them.
-   * @default []
-   */
-  reads?: readonly (Resource<any> | CacheSpec<any>)[];
+/**
+ * Everything that causes work besides informers, an entry of `sources`: an external source
+ * (`reconcileOn`, `reconcileAllOn`), a timer (`every`) or a daemon (`daemon`). `type` tells
+ * them apart.
+ *
+ * @typeParam T The primary object type.
+ */
+export type Source<T extends KubeObject = any> = ExternalSource | Timer<T> | Daemon<T>;
+
+/**
+ * The `primary` option of {@linkcode reconcile}: which primaries are cached (and so
+ * reconciled), their indexes, and which of their events enqueue.
+ *
+ * @typeParam T The primary object type.
+ */
+export interface PrimaryOptions<T extends KubeObject> extends CacheScope<T> {
   /**
    * Indexes on the primary kind by name, e.g. `{ byConfigMap: (app) => [key] }`, for
-   * `cache.list(Primary, { index: { byConfigMap: key } })` in map functions and reconciles.
+   * `cache.list(Primary, { index: { byConfigMap: key } })` in map functions and reconciles —
+   * the equivalent of controller-runtime's `FieldIndexer.IndexField` and of Java Operator
+   * SDK's `IndexerResourceCache.addIndexers`.
    * @default {}
    */
-  indexes?: Readonly<Record<string, IndexFunc<T>>>;
+  readonly indexes?: Readonly<Record<string, IndexFunc<T>>>;
   /**
-   * Which primaries to cache (and so reconcile): namespaces, selectors, transform.
-   * @default every primary in the manager's namespaces
-   */
-  scope?: CacheScope<T>;
-  /**
-   * Filters events on primary objects: only those that pass all of them enqueue.
+   * Filters events on primary objects: only those that pass all of them enqueue — the
+   * equivalent of controller-runtime's `For(obj, builder.WithPredicates(...))`, of kube-rs's
+   * `predicate_filter` and of Java Operator SDK's `onUpdateFilter` / `genericFilter`.
    * @default [] (every event)
    */
-  predicates?: readonly Predicate<T>[];
+  readonly predicates?: readonly Predicate<T>[];
+}
+
+/**
+ * The `run` option of {@linkcode reconcile}: how the controller runs — the equivalent of
+ * controller-runtime's `controller.Options`.
+ */
+export interface RunOptions {
   /**
-   * Reconciles running at once, each on a different object.
+   * Reconciles running at once, each on a different object — the equivalent of
+   * controller-runtime's `MaxConcurrentReconciles`, kube-rs's `Config::concurrency` and Java
+   * Operator SDK's `concurrentReconciliationThreads`.
    * @default 1
    */
-  maxConcurrent?: number;
+  readonly maxConcurrent?: number;
   /**
    * Of the `maxConcurrent` workers, how many are kept for changes: they take only keys at
    * `DEFAULT_PRIORITY` or higher (watch events that are news, `requeue` without a lower
@@ -466,7 +487,7 @@ export interface ReconcileOptions<T extends KubeObject> {
    * priority queue off every key is at one priority, so this has no effect.
    * @default 1 when `maxConcurrent` is 2 or more, else 0
    */
-  reservedWorkers?: number;
+  readonly reservedWorkers?: number;
   /**
    * A bound on one reconcile (or finalize) call, in milliseconds — the equivalent of
    * controller-runtime's `ReconciliationTimeout`. When it passes, `ctx.signal` aborts with a
@@ -482,52 +503,116 @@ export interface ReconcileOptions<T extends KubeObject> {
    * `ctx` are stopped, not what it sends elsewhere (`ctx.client` without the signal included).
    * @default no bound (as controller-runtime)
    */
-  timeoutMs?: number;
+  readonly timeoutMs?: number;
   /**
-   * Controller name: in logs, metrics, the work queue and Events.
+   * Field manager of `ctx.apply`, `ctx.patchStatus` and finalizer writes — the equivalent of
+   * controller-runtime's `client.FieldOwner`, kube-rs's `PatchParams::apply(manager)` and Java
+   * Operator SDK's `fieldManager`.
+   * @default the controller name
+   */
+  readonly fieldManager?: string;
+}
+
+/** The functions and options of {@linkcode reconcile}. */
+export interface ReconcileOptions<T extends KubeObject> {
+  /**
+   * Controller name: in logs, metrics, the work queue and Events — the equivalent of
+   * controller-runtime's `builder.Named` and Java Operator SDK's `name`.
    * @default the kind lower-cased
    */
   name?: string;
   /**
-   * Field manager of `ctx.apply`, `ctx.patchStatus` and finalizer writes.
-   * @default the controller name
+   * Brings the cluster in line with `obj`, the current state of a primary object — the
+   * equivalent of controller-runtime's `Reconciler.Reconcile`, kube-rs's reconciler and Java
+   * Operator SDK's `Reconciler.reconcile`.
+   *
+   * @param obj The object, a copy of the cached one: changing it changes nothing else.
+   * @param ctx Cache, client, logger, events and write helpers.
+   * @returns `undefined` when done, or `requeue(ms)`.
    */
-  fieldManager?: string;
+  reconcile(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
   /**
-   * Reconciles asked for from outside the cluster: `reconcileOn(iterable)` queues the keys
-   * an async iterable yields, `reconcileAllOn(iterable)` every primary each time it yields —
-   * the equivalent of kube-rs's `reconcile_on` / `reconcile_all_on` and controller-runtime's
-   * `source.Channel`.
+   * Finalizer name, a qualified name such as `apps.kubeno.dev/cleanup`; requires `finalize` —
+   * the equivalent of kube-rs's `finalizer(api, name, ...)` and Java Operator SDK's
+   * `finalizerName`.
+   * @default none (no finalizer)
+   */
+  finalizer?: string;
+  /**
+   * Cleans up what the cluster does not clean up itself, once `obj` is being deleted —
+   * the equivalent of kube-rs's `finalizer::Event::Cleanup` and Java Operator SDK's
+   * `Cleaner.cleanup`. Requires `finalizer`. The finalizer is removed only after this
+   * succeeds; a thrown error retries with backoff.
+   *
+   * @param obj The object, `deletionTimestamp` set.
+   * @param ctx As for `reconcile`.
+   * @returns `undefined` when done (the finalizer is then removed), or `requeue(ms)` to
+   * finalize again later, keeping the finalizer.
+   * @default none (no finalizer)
+   */
+  finalize?(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
+  /**
+   * The primary kind's cache scope (namespaces, selectors, transform), its `indexes` and
+   * `predicates` — the equivalent of controller-runtime's `For(obj, WithPredicates(...))`
+   * with `cache.Options.ByObject`, kube-rs's `Controller::new(api, watcher::Config)` and Java
+   * Operator SDK's `informer` configuration.
+   * @default every primary in the manager's namespaces, no index, every event
+   */
+  primary?: PrimaryOptions<T>;
+  /**
+   * Kinds this controller creates and owns; a change to one whose controller ownerReference
+   * points at a primary reconciles that primary — the equivalent of controller-runtime's
+   * `Owns`, kube-rs's `Controller::owns` and Java Operator SDK's dependent resources. An entry
+   * is a kind (`metadataOnly(kind)` to cache metadata only), `{ resource, namespaces,
+   * labelSelector, ..., indexes }`, or a graph of dependents (`dependents(...)`): its kinds
+   * are owned as if listed here and what it needs to judge readiness is watched; the
+   * reconcile applies the graph itself, with `graph.reconcile(obj, ctx)`.
    * @default []
    */
-  triggers?: readonly Trigger[];
+  owns?: readonly (Resource<any> | CacheSpec<any> | DependentKinds)[];
   /**
-   * Functions run on every cached primary at an interval, `every(ms, fn)` — kopf's timers;
-   * a tick is skipped while its key is being reconciled.
+   * Other kinds to watch, each with a function mapping its objects to primaries (it may read
+   * the cache, e.g. an index on the primary), optionally predicates, a cache scope and
+   * indexes — the equivalent of controller-runtime's `Watches(obj,
+   * EnqueueRequestsFromMapFunc(fn))`, kube-rs's `Controller::watches` and Java Operator
+   * SDK's `InformerEventSource` with a `SecondaryToPrimaryMapper`. A
+   * {@linkcode watchesFrom}`(fn)` entry decides watches at run time.
    * @default []
    */
-  timers?: readonly Timer<T>[];
+  watches?: readonly (WatchSpec<any> | WatchesFrom)[];
   /**
-   * One long-running task per cached primary, `daemon(fn)` — kopf's daemons; its signal
-   * aborts when the object is deleted, leadership or the shard is lost, or on shutdown.
+   * Kinds `ctx.cache` and map functions read, cached but not watched for changes: a kind,
+   * its `metadataOnly(...)` view, or `{ resource, namespaces, ..., indexes }` — the
+   * equivalent of a controller-runtime cache read of a kind no builder watches, of a kube-rs
+   * `reflector` store passed in the context, and of Java Operator SDK's secondary resources
+   * read with `context.getSecondaryResource`. RBAC gets `get`/`list`/`watch` on them.
    * @default []
    */
-  daemons?: readonly Daemon<T>[];
+  reads?: readonly (Resource<any> | CacheSpec<any>)[];
   /**
-   * Watches decided at run time, e.g. from a config object: called with the controller's
-   * cache after each reconcile, it returns the watches wanted now; the runtime adds those of a
-   * kind it does not cache yet and drops those it added that are no longer returned — the
-   * equivalent of controller-runtime's `Controller.Watch` after start. Entries are matched by
-   * kind: one returned again keeps the map function and scope it was added with. RBAC cannot
-   * be derived for these kinds; grant it with the operator's `rules`.
-   * @default no run-time watches
+   * What causes work besides informers: `reconcileOn(iterable)` queues the keys an async
+   * iterable yields and `reconcileAllOn(iterable)` every primary each time it yields — the
+   * equivalent of kube-rs's `reconcile_on` / `reconcile_all_on` and controller-runtime's
+   * `source.Channel`; `every(ms, fn)` runs a function on every cached primary at an interval
+   * (a tick is skipped while its key is being reconciled) and `daemon(fn)` one long-running
+   * task per cached primary (its signal aborts when the object is deleted, leadership or the
+   * shard is lost, or on shutdown) — the equivalent of kopf's timers and daemons, which
+   * controller-runtime and kube-rs leave to the user.
+   * @default []
    */
-  watchesFrom?: (cache: CacheReader) => readonly WatchSpec<any>[];
+  sources?: readonly Source<T>[];
+  /**
+   * How the controller runs: `maxConcurrent`, `reservedWorkers`, `timeoutMs`, `fieldManager`
+   * — the equivalent of controller-runtime's `controller.Options` and kube-rs's
+   * `controller::Config`.
+   * @default one worker, no bound, the controller name as field manager
+   */
+  run?: RunOptions;
 }
 
 /**
- * A controller description made by {@linkcode reconcile}. Run it with a manager; read it to
- * derive RBAC (`resource`, `owns`, `watches`, `finalizer`).
+ * A controller description made by {@linkcode reconcile}, its declaration normalized. Run it
+ * with a manager; read it to derive RBAC (`resource`, `owns`, `watches`, `finalizer`).
  *
  * @typeParam T The primary object type.
  */
@@ -536,9 +621,9 @@ export interface Controller<T extends KubeObject = any> {
   readonly name: string;
   /** The primary kind. */
   readonly resource: Resource<T>;
-  /** Owned kinds. */
+  /** Owned kinds, those of `dependents(...)` graphs included. */
   readonly owns: readonly Resource<any>[];
-  /** Watched kinds and their mappings. */
+  /** Watched kinds and their mappings (not the run-time ones of `watchesFrom`). */
   readonly watches: readonly WatchSpec<any>[];
   /** Kinds read from the cache only. */
   readonly reads: readonly Resource<any>[];
@@ -547,53 +632,73 @@ export interface Controller<T extends KubeObject = any> {
    * manager starts informers for, what `ctx.cache` reads and what RBAC is derived from.
    */
   readonly caches: readonly CachedKind[];
-  /** Predicates on primary events. */
+  /** Predicates on primary events (`primary.predicates`). */
   readonly predicates: readonly Predicate<T>[];
   /** Finalizer name, if any. */
   readonly finalizer?: string;
-  /** Reconciles running at once. */
+  /** Reconciles running at once (`run.maxConcurrent`). */
   readonly maxConcurrent: number;
-  /** Workers that take only changes, not low-priority keys (see `ReconcileOptions.reservedWorkers`). */
+  /** Workers that take only changes, not low-priority keys (`run.reservedWorkers`). */
   readonly reservedWorkers: number;
-  /** The bound on one reconcile in milliseconds, if any (see `ReconcileOptions.timeoutMs`). */
+  /** The bound on one reconcile in milliseconds, if any (`run.timeoutMs`). */
   readonly timeoutMs?: number;
-  /** Field manager of the controller's writes. */
+  /** Field manager of the controller's writes (`run.fieldManager`). */
   readonly fieldManager: string;
   /**
-   * `true` when the controller has `dependents`: its primary objects are ApplySet parents, so
-   * the operator labels the primary's CRD `applyset.kubernetes.io/is-parent-type: "true"`.
+   * `true` when `owns` holds a `dependents(...)` graph: its primary objects are ApplySet
+   * parents, so the operator labels the primary's CRD `applyset.kubernetes.io/is-parent-type:
+   * "true"`.
    */
   readonly applySetParent?: true;
   /** The reconcile function. */
   readonly reconcile: ReconcileOptions<T>["reconcile"];
   /** The finalize function, if any. */
   readonly finalize?: ReconcileOptions<T>["finalize"];
-  /** External triggers, read while the controller runs. */
-  readonly triggers?: readonly Trigger[];
-  /** Timers, run per cached primary while the controller runs. */
+  /** The external sources of `sources`, read while the controller runs. */
+  readonly external?: readonly ExternalSource[];
+  /** The timers of `sources`, run per cached primary while the controller runs. */
   readonly timers?: readonly Timer<T>[];
-  /** Daemons, one task per cached primary while the controller runs. */
+  /** The daemons of `sources`, one task per cached primary while the controller runs. */
   readonly daemons?: readonly Daemon<T>[];
-  /** Watches decided at run time from the cache, after each reconcile. */
-  readonly watchesFrom?: ReconcileOptions<T>["watchesFrom"];
+  /** The `watchesFrom(fn)` entries of `watches` as one function, called after each reconcile. */
+  readonly watchesFrom?: WatchesFrom["fn"];
 }
 
 const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
+/** The options `reconcile()` knows, for the error naming one it does not. */
+const OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  "": [
+    "name",
+    "reconcile",
+    "finalizer",
+    "finalize",
+    "primary",
+    "owns",
+    "watches",
+    "reads",
+    "sources",
+    "run",
+  ],
+  primary: ["namespaces", "labelSelector", "fieldSelector", "transform", "indexes", "predicates"],
+  run: ["maxConcurrent", "reservedWorkers", "timeoutMs", "fieldManager"],
+};
+
 /**
- * Describes a level-based controller for `resource`. See the module docs for the flow and
- * guarantees.
+ * Describes a level-based controller for `resource`. See the module docs for the flow,
+ * the option groups and the guarantees.
  *
  * @typeParam T The primary object type, inferred from `resource`.
  * @param resource The primary kind, e.g. one made with `defineResource`.
- * @param options The `reconcile` function, and optionally `finalize` + `finalizer`, `owns`,
- * `watches`, `reads`, `indexes`, `scope`, `predicates`, `maxConcurrent`, `reservedWorkers`, `timeoutMs`,
- * `name` and `fieldManager`.
+ * @param options The `reconcile` function, and optionally `name`, `finalize` + `finalizer`,
+ * `primary`, `owns`, `watches`, `reads`, `sources` and `run`.
  * @returns A frozen controller description for a manager to run.
- * @throws {TypeError} When `finalize` is given without `finalizer` or the reverse, the
- * finalizer is not a qualified name, or a kind is declared twice with different scopes.
- * @throws {RangeError} When `maxConcurrent` is not a positive integer, or `timeoutMs` not a
- * positive finite number.
+ * @throws {TypeError} When an option is unknown, `finalize` is given without `finalizer` or
+ * the reverse, the finalizer is not a qualified name, a `watches` entry has no map function,
+ * a `sources` entry is not one, or a kind is declared twice with different scopes.
+ * @throws {RangeError} When `run.maxConcurrent` is not a positive integer,
+ * `run.reservedWorkers` not an integer below it, or `run.timeoutMs` not a positive finite
+ * number.
  *
  * @example A controller that owns ConfigMaps
  * ```ts
@@ -611,8 +716,10 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  *   finalize(secret, ctx) {
  *     ctx.log.info("Secret {key} is going away", { key: ctx.key });
  *   },
+ *   run: { maxConcurrent: 4 },
  * });
  * if (controller.name !== "secret" || controller.owns[0] !== ConfigMap) throw new Error();
+ * if (controller.maxConcurrent !== 4 || controller.reservedWorkers !== 1) throw new Error();
  * ```
  *
  * @example Reading from the cache: a read kind, an index, an index-backed map function
@@ -624,14 +731,16 @@ const QUALIFIED = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.
  * // Secrets naming, in an annotation, the ConfigMap they are built from.
  * const source = (s: Secret) => s.metadata.annotations?.["example.com/source"];
  * const controller = reconcile(Secret, {
- *   reads: [metadataOnly(Pod)],
- *   indexes: {
- *     bySource: (s) => source(s) ? [objectKey({ namespace: s.metadata.namespace, name: source(s)! })] : [],
+ *   primary: {
+ *     indexes: {
+ *       bySource: (s) => source(s) ? [objectKey({ namespace: s.metadata.namespace, name: source(s)! })] : [],
+ *     },
  *   },
  *   watches: [{
  *     resource: ConfigMap,
  *     map: (cm, cache) => cache.list(Secret, { index: { bySource: objectKey(cm) } }),
  *   }],
+ *   reads: [metadataOnly(Pod)],
  *   reconcile(secret, ctx) {
  *     const cm = ctx.cache.get(ConfigMap, source(secret) ?? ""); // no request: from the cache
  *     const pods = ctx.cache.list(metadataOnly(Pod), { labelSelector: { app: "web" } });
@@ -651,66 +760,21 @@ export function reconcile<T extends KubeObject>(
   options: ReconcileOptions<T>,
 ): Controller<T> {
   const name = options.name ?? resource.kind.toLowerCase();
-  if (typeof options.reconcile !== "function") {
-    throw new TypeError(`Cannot define controller "${name}": reconcile is not a function`);
-  }
-  const { finalizer, finalize } = options;
-  if (finalize && !finalizer) {
-    throw new TypeError(`Cannot define controller "${name}": finalize needs a finalizer name`);
-  }
-  if (finalizer !== undefined && !finalize) {
-    throw new TypeError(
-      `Cannot define controller "${name}": finalizer "${finalizer}" needs a finalize function`,
-    );
-  }
-  if (finalizer !== undefined && (!QUALIFIED.test(finalizer) || finalizer.length > 316)) {
-    throw new TypeError(
-      `Cannot define controller "${name}": finalizer "${finalizer}" is not a qualified name such as "example.com/cleanup"`,
-    );
-  }
-  const maxConcurrent = options.maxConcurrent ?? 1;
-  if (!(Number.isInteger(maxConcurrent) && maxConcurrent > 0)) {
-    throw new RangeError(
-      `Cannot define controller "${name}": maxConcurrent must be a positive integer, got "${maxConcurrent}"`,
-    );
-  }
-  const reservedWorkers = options.reservedWorkers ?? (maxConcurrent >= 2 ? 1 : 0);
-  if (
-    !(Number.isInteger(reservedWorkers) && reservedWorkers >= 0 && reservedWorkers < maxConcurrent)
-  ) {
-    throw new RangeError(
-      `Cannot define controller "${name}": reservedWorkers must be an integer from 0 to maxConcurrent - 1 (${
-        maxConcurrent - 1
-      }), got "${reservedWorkers}"`,
-    );
-  }
-  const { timeoutMs } = options;
-  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new RangeError(
-      `Cannot define controller "${name}": timeoutMs must be a positive finite number, got "${timeoutMs}"`,
-    );
-  }
-  for (const w of [...(options.watches ?? []), ...(options.dependents?.watches ?? [])]) {
-    if (typeof w.map !== "function") {
-      throw new TypeError(
-        `Cannot define controller "${name}": watches entry for "${w.resource?.kind}" has no map function`,
-      );
-    }
-  }
-  // A kind both in owns and in the dependents is owned once, as owns declares it.
-  const owns = [...(options.owns ?? []), ...(options.dependents?.owns ?? [])].map(cacheSpecOf)
-    .filter((e, i, all) => all.findIndex((o) => kindKey(o.resource) === kindKey(e.resource)) === i);
-  const watches = [...(options.watches ?? []), ...(options.dependents?.watches ?? [])];
+  checkOptions(name, options);
+  const { predicates = [], indexes, ...scope } = options.primary ?? {};
+  const { owns, watches, graphs, from } = declaredKinds(name, options);
   const reads = (options.reads ?? []).map(cacheSpecOf);
   const caches = cachedKinds({
     name,
-    primary: { ...options.scope, resource, indexes: options.indexes },
+    primary: { ...scope, resource, indexes },
     entries: [
       ...owns.map((e) => ["owns", e] as const),
       ...watches.map((e) => ["watches", e] as const),
       ...reads.map((e) => ["reads", e] as const),
     ],
   });
+  const { finalizer, finalize } = options;
+  const { external, timers, daemons } = sourcesOf(name, options.sources ?? []);
   return Object.freeze({
     name,
     resource,
@@ -718,17 +782,114 @@ export function reconcile<T extends KubeObject>(
     watches: Object.freeze(watches),
     reads: Object.freeze(reads.map((e) => e.resource)),
     caches: Object.freeze(caches),
-    predicates: Object.freeze([...(options.predicates ?? [])]),
+    predicates: Object.freeze([...predicates]),
     ...(finalizer !== undefined ? { finalizer, finalize } : {}),
+    ...runOf(name, options.run ?? {}),
+    ...(graphs ? { applySetParent: true as const } : {}),
+    reconcile: options.reconcile,
+    ...(external.length ? { external: Object.freeze(external) } : {}),
+    ...(timers.length ? { timers: Object.freeze(timers) } : {}),
+    ...(daemons.length ? { daemons: Object.freeze(daemons) } : {}),
+    ...(from.length
+      ? { watchesFrom: (cache: CacheReader) => from.flatMap((w) => [...w.fn(cache)]) }
+      : {}),
+  });
+}
+
+/** Throws for an unknown option, a missing `reconcile`, or a finalizer without its function. */
+function checkOptions<T extends KubeObject>(name: string, options: ReconcileOptions<T>): void {
+  const fail = (msg: string): never => {
+    throw new TypeError(`Cannot define controller "${name}": ${msg}`);
+  };
+  for (const [path, known] of Object.entries(OPTIONS)) {
+    const given = path ? (options as unknown as Record<string, object>)[path] : options;
+    for (const key of Object.keys(given ?? {})) {
+      const option = path ? `${path}.${key}` : key;
+      if (!known.includes(key)) fail(`unknown option "${option}" (known: ${known.join(", ")})`);
+    }
+  }
+  if (typeof options.reconcile !== "function") fail("reconcile is not a function");
+  const { finalizer, finalize } = options;
+  if (finalize && !finalizer) fail("finalize needs a finalizer name");
+  if (finalizer !== undefined && !finalize) {
+    fail(`finalizer "${finalizer}" needs a finalize function`);
+  }
+  if (finalizer !== undefined && (!QUALIFIED.test(finalizer) || finalizer.length > 316)) {
+    fail(`finalizer "${finalizer}" is not a qualified name such as "example.com/cleanup"`);
+  }
+}
+
+/** `owns` and `watches` split into kinds, `dependents(...)` graphs and `watchesFrom` entries. */
+function declaredKinds<T extends KubeObject>(name: string, options: ReconcileOptions<T>) {
+  const isGraph = (e: unknown): e is DependentKinds => (e as DependentKinds).type === "dependents";
+  const isFrom = (e: unknown): e is WatchesFrom => (e as WatchesFrom).type === "watchesFrom";
+  const graphs = (options.owns ?? []).filter(isGraph);
+  const from = (options.watches ?? []).filter(isFrom);
+  const watches = [
+    ...(options.watches ?? []).filter((e): e is WatchSpec<any> => !isFrom(e)),
+    ...graphs.flatMap((g) => g.watches),
+  ];
+  for (const w of watches) {
+    if (typeof w.map !== "function") {
+      throw new TypeError(
+        `Cannot define controller "${name}": watches entry for "${w.resource?.kind}" has no map function`,
+      );
+    }
+  }
+  // A kind both in owns and in a graph is owned once, as its first declaration says.
+  const owns = [
+    ...(options.owns ?? []).filter((e): e is Resource<any> | CacheSpec<any> => !isGraph(e)),
+    ...graphs.flatMap((g) => g.owns),
+  ].map(cacheSpecOf)
+    .filter((e, i, all) => all.findIndex((o) => kindKey(o.resource) === kindKey(e.resource)) === i);
+  return { owns, watches, graphs: graphs.length > 0, from };
+}
+
+/** The entries of `sources` by type. */
+function sourcesOf<T extends KubeObject>(name: string, sources: readonly Source<T>[]) {
+  const external: ExternalSource[] = [];
+  const timers: Timer<T>[] = [];
+  const daemons: Daemon<T>[] = [];
+  sources.forEach((s, i) => {
+    if (s?.type === "external") external.push(s);
+    else if (s?.type === "timer") timers.push(s);
+    else if (s?.type === "daemon") daemons.push(s);
+    else {
+      throw new TypeError(
+        `Cannot define controller "${name}": sources[${i}] is not made by reconcileOn(), reconcileAllOn(), every() or daemon()`,
+      );
+    }
+  });
+  return { external, timers, daemons };
+}
+
+/** The `run` option checked, its defaults filled in. */
+function runOf(name: string, run: RunOptions) {
+  const fail = (msg: string): never => {
+    throw new RangeError(`Cannot define controller "${name}": ${msg}`);
+  };
+  const maxConcurrent = run.maxConcurrent ?? 1;
+  if (!(Number.isInteger(maxConcurrent) && maxConcurrent > 0)) {
+    fail(`run.maxConcurrent must be a positive integer, got "${maxConcurrent}"`);
+  }
+  const reservedWorkers = run.reservedWorkers ?? (maxConcurrent >= 2 ? 1 : 0);
+  if (
+    !(Number.isInteger(reservedWorkers) && reservedWorkers >= 0 && reservedWorkers < maxConcurrent)
+  ) {
+    fail(
+      `run.reservedWorkers must be an integer from 0 to run.maxConcurrent - 1 (${
+        maxConcurrent - 1
+      }), got "${reservedWorkers}"`,
+    );
+  }
+  const { timeoutMs } = run;
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    fail(`run.timeoutMs must be a positive finite number, got "${timeoutMs}"`);
+  }
+  return {
     maxConcurrent,
     reservedWorkers,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    fieldManager: options.fieldManager ?? name,
-    ...(options.dependents !== undefined ? { applySetParent: true as const } : {}),
-    reconcile: options.reconcile,
-    ...(options.triggers?.length ? { triggers: Object.freeze([...options.triggers]) } : {}),
-    ...(options.timers?.length ? { timers: Object.freeze([...options.timers]) } : {}),
-    ...(options.daemons?.length ? { daemons: Object.freeze([...options.daemons]) } : {}),
-    ...(options.watchesFrom ? { watchesFrom: options.watchesFrom } : {}),
-  });
+    fieldManager: run.fieldManager ?? name,
+  };
 }

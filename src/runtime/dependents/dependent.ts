@@ -123,7 +123,7 @@ export interface DeleteDependentsOptions {
 
 /**
  * A graph of dependents made by {@linkcode dependents}. Name it in `reconcile(primary, {
- * dependents: graph })` so that its kinds are owned.
+ * owns: [graph] })` so that its kinds are owned.
  *
  * @typeParam P The primary object type.
  * @typeParam D The dependents by name, each its object type.

@@ -2,7 +2,7 @@
  * `dependents(primary, {...})`: the children of a primary as a graph — each with its kind, a
  * desired state computed from the primary (or nothing, when it should not exist), the
  * dependents it waits for and when it counts as ready. The graph's kinds are owned by the
- * controller that names it in `reconcile(primary, { dependents: graph, ... })`; its reconcile
+ * controller that names it in `owns`, `reconcile(primary, { owns: [graph], ... })`; its reconcile
  * applies the graph with `graph.reconcile(obj, ctx)` and, with a finalizer, deletes it in
  * order with `graph.delete(obj, ctx)`. Modelled on Java Operator SDK's dependent resources and
  * workflows (`dependsOn`, reconcile precondition, ready postcondition) and on kro's pruning.
@@ -73,7 +73,7 @@ const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
  * @typeParam D Each dependent's object type by name, inferred from the declarations.
  * @param primary The primary kind.
  * @param specs The dependents by name (names are label values, e.g. `deployment`).
- * @returns A frozen graph to name in `reconcile(primary, { dependents })`.
+ * @returns A frozen graph to name in `reconcile(primary, { owns: [graph] })`.
  * @throws {TypeError} When a name is not a label value, a declaration has no `resource` or
  * no `desired` function, `dependsOn` names an unknown dependent, or the graph has a cycle.
  *
@@ -104,7 +104,7 @@ const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
  *   },
  * });
  * const controller = reconcile(Secret, {
- *   dependents: children,
+ *   owns: [children],
  *   async reconcile(secret, ctx) {
  *     const result = await children.reconcile(secret, ctx);
  *     if (result.error) throw result.error;
@@ -142,6 +142,7 @@ export function dependents<P extends KubeObject, D extends Record<string, KubeOb
   const needsEndpoints = order.some((n) => all[n].resource.kind === "Service" && !all[n].ready);
   const watches: WatchSpec<any>[] = needsEndpoints ? [endpointSliceWatch(primary)] : [];
   const graph: Dependents<P, D> = {
+    type: "dependents",
     resource: primary,
     order: Object.freeze(order),
     specs: Object.freeze({ ...specs }),

@@ -43,8 +43,9 @@ Deno.test("dependents: topological order, owned kinds once, EndpointSlices only 
   assert.deepEqual(g.order, ["a", "b", "dep", "svc"]);
   assert.deepEqual(g.owns.map((k) => k.kind), ["ConfigMap", "Deployment", "Service"]);
   assert.deepEqual(g.watches.map((w) => w.resource.kind), ["EndpointSlice"]);
-  const c = reconcile(Secret, { owns: [ConfigMap], dependents: g, reconcile() {} });
+  const c = reconcile(Secret, { owns: [ConfigMap, g], reconcile() {} });
   assert.deepEqual(c.owns.map((k) => k.kind), ["ConfigMap", "Deployment", "Service"]);
+  assert.equal(c.applySetParent, true, "a graph in owns makes the primary an ApplySet parent");
   const own = dependents(Secret, {
     svc: { resource: Service, desired: () => cm("s"), ready: () => true },
   });

@@ -39,12 +39,13 @@
  */
 import { getLogger } from "../../util/log.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
-import { type ControllerMetricsHooks, ControllerRuntime } from "../controller/runner.ts";
+import type { ControllerMetricsHooks } from "../controller/metrics_hooks.ts";
+import { ControllerRuntime } from "../controller/pipeline/runner.ts";
 import type { Informer, InformerHealth } from "../cache/informer.ts";
 import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
 import { ServedKinds } from "../cache/served_kinds.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
-import type { ClusterScope, Controller } from "../controller/reconcile.ts";
+import type { Controller } from "../controller/reconcile.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
 import { type LeaderElector, leaderElector, type LeaderElectorOptions } from "./leader_election.ts";
 import { Lifecycle } from "./_lifecycle.ts";
@@ -143,11 +144,11 @@ export interface ManagerOptions {
    */
   handleSignals?: boolean;
   /**
-   * The cluster this manager serves when a fleet runs one manager per cluster
-   * (`createFleet`): `ctx.cluster`, `ctx.hub` and a `cluster` log property.
-   * @default one cluster
+   * The name of the cluster this manager serves when a fleet runs one manager per cluster
+   * (`createFleet`): `ctx.cluster`, and a `cluster` log property.
+   * @default one cluster (`ctx.cluster` is `undefined`)
    */
-  cluster?: ClusterScope;
+  cluster?: string;
 }
 
 /** What the manager's `startup` hook gets. */

@@ -1,9 +1,9 @@
 /**
  * `Background`: the per-object tasks of a running controller — its timers (`every`) and
  * daemons (`daemon`), started for each cached primary once the workers run and stopped when
- * the object leaves the cache or the controller stops. `timers.ts` says what is promised; the
- * controller's runner feeds this from its primary events and asks `hold` before it reconciles
- * a key.
+ * the object leaves the cache or the controller stops, and what they report to metrics.
+ * `timers.ts` declares them and says what is promised; the controller's runner feeds this from
+ * its primary events and asks `hold` before it reconciles a key.
  *
  * @module
  */
@@ -13,13 +13,34 @@ import { parseObjectKey } from "../../core/object_key.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Logger } from "../../util/log.ts";
 import type { CacheReader } from "../cache/reader.ts";
-import type {
-  BackgroundContext,
-  BackgroundMetrics,
-  BackgroundSample,
-  Daemon,
-  Timer,
-} from "./timers.ts";
+import type { BackgroundContext, Daemon, Timer } from "./timers.ts";
+
+/** One run of a timer or daemon, for metrics. */
+export interface BackgroundSample {
+  /** The controller. */
+  controller: string;
+  /** The primary's key. */
+  key: string;
+  /** A timer (`every`) or a daemon. */
+  kind: "timer" | "daemon";
+  /** Its name. */
+  name: string;
+  /**
+   * `success` (a daemon that ended, also when its signal aborted), `error` (it threw; a daemon
+   * then restarts), `skipped` (a timer's tick while its key was being reconciled).
+   */
+  result: "success" | "error" | "skipped";
+  /** How long it ran, in seconds (0 when skipped). */
+  seconds: number;
+}
+
+/** The metrics hooks of timers and daemons (part of the controller's metrics hooks). */
+export interface BackgroundMetrics {
+  /** A timer or daemon run ended (or a timer's tick was skipped). */
+  background?(sample: BackgroundSample): void;
+  /** A daemon started (`+1`) or ended (`-1`). */
+  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
+}
 
 /** What {@linkcode Background} needs of the controller's runner. */
 export interface BackgroundOptions<T extends KubeObject> {

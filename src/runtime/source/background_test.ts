@@ -4,9 +4,8 @@ import { getLogger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { CacheReader } from "../cache/reader.ts";
-import { Background } from "./background.ts";
+import { Background, type BackgroundSample } from "./background.ts";
 import { daemon, every } from "./timers.ts";
-import type { BackgroundSample } from "./timers.ts";
 
 function setup(opts: {
   timers?: ReturnType<typeof every>[];

@@ -1,7 +1,9 @@
 /**
  * Timers and daemons: work a controller does per primary object on time, not on watch events
  * — kopf's `@kopf.timer` and `@kopf.daemon`. `every(ms, fn)` calls `fn` on each cached primary
- * every `ms`; `daemon(fn)` runs one long task per cached primary until its signal aborts.
+ * every `ms`; `daemon(fn)` runs one long task per cached primary until its signal aborts. Both
+ * are entries of a controller's `sources`, beside its external sources (`reconcileOn`).
+ * `background.ts` runs them.
  *
  * ## Flow
  *
@@ -60,35 +62,10 @@ export interface BackgroundContext<T extends KubeObject> {
   current(): T | undefined;
 }
 
-/** One run of a timer or daemon, for metrics. */
-export interface BackgroundSample {
-  /** The controller. */
-  controller: string;
-  /** The primary's key. */
-  key: string;
-  /** A timer (`every`) or a daemon. */
-  kind: "timer" | "daemon";
-  /** Its name. */
-  name: string;
-  /**
-   * `success` (a daemon that ended, also when its signal aborted), `error` (it threw; a daemon
-   * then restarts), `skipped` (a timer's tick while its key was being reconciled).
-   */
-  result: "success" | "error" | "skipped";
-  /** How long it ran, in seconds (0 when skipped). */
-  seconds: number;
-}
-
-/** The metrics hooks of timers and daemons (part of the controller's metrics hooks). */
-export interface BackgroundMetrics {
-  /** A timer or daemon run ended (or a timer's tick was skipped). */
-  background?(sample: BackgroundSample): void;
-  /** A daemon started (`+1`) or ended (`-1`). */
-  daemonsRunning?(controller: string, daemon: string, delta: 1 | -1): void;
-}
-
-/** A timer: see {@linkcode every}. */
+/** A timer, an entry of `sources`: see {@linkcode every}. */
 export interface Timer<T extends KubeObject = any> {
+  /** Tells the entries of `sources` apart. */
+  readonly type: "timer";
   /** Its name, in logs and metrics. */
   readonly name: string;
   /** The interval in milliseconds. */
@@ -116,7 +93,7 @@ export interface EveryOptions {
 
 /**
  * A timer: calls `fn` on every cached primary every `ms` milliseconds, for
- * `reconcile(kind, { timers: [...] })`. See the module docs for the flow and guarantees.
+ * `reconcile(kind, { sources: [...] })`. See the module docs for the flow and guarantees.
  *
  * @typeParam T The primary object type, inferred from the controller.
  * @param ms The interval in milliseconds.
@@ -131,7 +108,7 @@ export interface EveryOptions {
  * import { every } from "./timers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {
- *   timers: [every(30_000, (cm, ctx) => ctx.log.info("Still there: {key}", { key: ctx.key }))],
+ *   sources: [every(30_000, (cm, ctx) => ctx.log.info("Still there: {key}", { key: ctx.key }))],
  *   reconcile() {},
  * });
  * if (controller.timers?.[0].name !== "every-30000ms") throw new Error();
@@ -149,11 +126,13 @@ export function every<T extends KubeObject>(
   if (!(jitter >= 0 && jitter < 1)) {
     throw new RangeError(`Cannot make a timer: jitter must be in [0, 1), got "${jitter}"`);
   }
-  return Object.freeze({ name: options.name ?? `every-${ms}ms`, ms, jitter, fn });
+  return Object.freeze({ type: "timer", name: options.name ?? `every-${ms}ms`, ms, jitter, fn });
 }
 
-/** A daemon: see {@linkcode daemon}. */
+/** A daemon, an entry of `sources`: see {@linkcode daemon}. */
 export interface Daemon<T extends KubeObject = any> {
+  /** Tells the entries of `sources` apart. */
+  readonly type: "daemon";
   /** Its name, in logs and metrics. */
   readonly name: string;
   /** The first restart's delay in milliseconds; it doubles up to `maxBackoffMs`. */
@@ -184,7 +163,7 @@ export interface DaemonOptions {
 }
 
 /**
- * A daemon: one long-running task per cached primary, for `reconcile(kind, { daemons: [...] })`.
+ * A daemon: one long-running task per cached primary, for `reconcile(kind, { sources: [...] })`.
  * `ctx.signal` aborts when the object is deleted, the replica loses leadership or the shard,
  * or the operator shuts down; a throw restarts it with backoff. See the module docs.
  *
@@ -200,7 +179,7 @@ export interface DaemonOptions {
  * import { daemon } from "./timers.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {
- *   daemons: [daemon(async (cm, ctx) => {
+ *   sources: [daemon(async (cm, ctx) => {
  *     while (!ctx.signal.aborted) {
  *       ctx.log.info("Polling for {key}", { key: ctx.key });
  *       await new Promise<void>((resolve) => {
@@ -230,5 +209,11 @@ export function daemon<T extends KubeObject>(
       );
     }
   }
-  return Object.freeze({ name: options.name ?? "daemon", backoffMs, maxBackoffMs, fn });
+  return Object.freeze({
+    type: "daemon",
+    name: options.name ?? "daemon",
+    backoffMs,
+    maxBackoffMs,
+    fn,
+  });
 }

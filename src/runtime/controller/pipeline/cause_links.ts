@@ -4,29 +4,29 @@
  * real change (a live watch event) becomes the reconcile's parent, so the reconcile joins that
  * event's trace; everything else is a link: later events, an initial list or resync, a requeue
  * or retry (as parents those would chain one trace through every requeue of a key, forever).
- * Bounded per key: the newest links are kept, the count of all triggers is reported.
+ * Bounded per key: the newest links are kept, the count of all causes is reported.
  *
  * @module
  */
-import type { SpanLink } from "../../util/trace.ts";
+import type { SpanLink } from "../../../util/trace.ts";
 
 /** Links kept per key besides the parent; OpenTelemetry's default span link limit is 128. */
-export const MAX_TRIGGER_LINKS = 16;
+export const MAX_CAUSE_LINKS = 16;
 
-/** What {@linkcode TriggerLinks.take} hands to the reconcile span. */
-export interface Triggered {
+/** What {@linkcode CauseLinks.take} hands to the reconcile span. */
+export interface Caused {
   /** The first real change that queued the key: the reconcile's parent. */
   readonly parent?: SpanLink;
-  /** Links to the other triggers, oldest first, at most {@linkcode MAX_TRIGGER_LINKS}. */
+  /** Links to the other causes, oldest first, at most {@linkcode MAX_CAUSE_LINKS}. */
   readonly links: readonly SpanLink[];
-  /** How many triggers were merged, kept or not. */
+  /** How many causes were merged, kept or not. */
   readonly count: number;
 }
 
-const NONE: Triggered = Object.freeze({ links: Object.freeze([]), count: 0 });
+const NONE: Caused = Object.freeze({ links: Object.freeze([]), count: 0 });
 
-/** Span links of the triggers of queued keys. */
-export class TriggerLinks {
+/** Span links of the causes of queued keys: what queued each key, as a trace sees it. */
+export class CauseLinks {
   readonly #byKey = new Map<string, { parent?: SpanLink; links: SpanLink[]; count: number }>();
 
   /**
@@ -47,17 +47,17 @@ export class TriggerLinks {
       return;
     }
     if (entry.parent === link || entry.links.at(-1) === link) return;
-    if (entry.links.length >= MAX_TRIGGER_LINKS) entry.links.shift();
+    if (entry.links.length >= MAX_CAUSE_LINKS) entry.links.shift();
     entry.links.push(link);
   }
 
   /**
-   * Takes the triggers of `key`, for the reconcile starting now; later ones are the next one's.
+   * Takes the causes of `key`, for the reconcile starting now; later ones are the next one's.
    *
    * @param key The key being reconciled.
    * @returns Its parent, links and count (none when tracing is off).
    */
-  take(key: string): Triggered {
+  take(key: string): Caused {
     const entry = this.#byKey.get(key);
     if (!entry) return NONE;
     this.#byKey.delete(key);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "../../testing/fake_clock.ts";
-import { requeue } from "./reconcile.ts";
+import { FakeClock } from "../../../testing/fake_clock.ts";
+import { requeue } from "../reconcile.ts";
 import { boundedAttempt } from "./_attempt.ts";
 
 const never = () => new Promise<undefined>(() => {});

@@ -1,13 +1,14 @@
 /**
- * External triggers: reconciles asked for from outside the cluster's watch events — a webhook
+ * External sources: reconciles asked for from outside the cluster's watch events — a webhook
  * from another system, a message queue, another controller, a file that changed. The
  * equivalent of kube-rs's `Controller::reconcile_on` / `reconcile_all_on` and of
- * controller-runtime's `source.Channel`.
+ * controller-runtime's `source.Channel`. They are entries of a controller's `sources`, beside
+ * its timers and daemons.
  *
  * ## Flow
  *
- * A trigger wraps any `AsyncIterable`. Once the controller's workers run (after its caches
- * synced, and on the leader only), the runtime reads the iterable: each item of
+ * An external source wraps any `AsyncIterable`. Once the controller's workers run (after its
+ * caches synced, and on the leader only), the runtime reads the iterable: each item of
  * {@linkcode reconcileOn} is a primary's key (`namespace/name`, or `{ namespace, name }`) put
  * in the work queue; each item of {@linkcode reconcileAllOn} queues every cached primary. When
  * the controller stops, it stops reading and calls the iterator's `return()`.
@@ -29,12 +30,17 @@
  */
 import { objectKey, type ObjectName } from "../../core/object_key.ts";
 
-/** What a controller reads from outside: see {@linkcode reconcileOn}, {@linkcode reconcileAllOn}. */
-export interface Trigger {
-  /** `keys`: each item names a primary; `all`: each item queues every primary. */
-  readonly kind: "keys" | "all";
+/**
+ * A source of reconciles outside the cluster, an entry of `sources`: see
+ * {@linkcode reconcileOn}, {@linkcode reconcileAllOn}.
+ */
+export interface ExternalSource {
+  /** Tells the entries of `sources` apart. */
+  readonly type: "external";
+  /** What an item reconciles: the primary it names (`keys`), or every primary (`all`). */
+  readonly reconciles: "keys" | "all";
   /** Where the items come from. */
-  readonly source: AsyncIterable<unknown>;
+  readonly items: AsyncIterable<unknown>;
 }
 
 /**
@@ -42,29 +48,33 @@ export interface Trigger {
  *
  * @param source Keys (`namespace/name`, `name` for a cluster-scoped kind) or names with a
  * namespace.
- * @returns The trigger, for `reconcile(kind, { triggers: [...] })`.
+ * @returns The source, for `reconcile(kind, { sources: [...] })`.
  * @throws {TypeError} When `source` is not async-iterable.
  *
  * @example Reconciling what a queue names
  * ```ts
  * import { reconcile } from "../controller/reconcile.ts";
- * import { reconcileOn } from "./external_triggers.ts";
+ * import { reconcileOn } from "./external.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * async function* fromQueue() {
  *   yield "default/settings";
  *   yield { namespace: "default", name: "other" };
  * }
  * const controller = reconcile(ConfigMap, {
- *   triggers: [reconcileOn(fromQueue())],
+ *   sources: [reconcileOn(fromQueue())],
  *   reconcile: (cm, ctx) => ctx.log.info("Reconciled {key}", { key: ctx.key }),
  * });
- * if (controller.triggers?.[0].kind !== "keys") throw new Error();
+ * if (controller.external?.[0].reconciles !== "keys") throw new Error();
  * ```
  */
 export function reconcileOn(
   source: AsyncIterable<string | { namespace?: string; name: string }>,
-): Trigger {
-  return Object.freeze({ kind: "keys", source: check(source, "reconcileOn") });
+): ExternalSource {
+  return Object.freeze({
+    type: "external",
+    reconciles: "keys",
+    items: check(source, "reconcileOn"),
+  });
 }
 
 /**
@@ -72,33 +82,37 @@ export function reconcileOn(
  * credential rotated or a configuration file changed. The keys wait behind real changes.
  *
  * @param source Any async iterable; its items are ignored.
- * @returns The trigger, for `reconcile(kind, { triggers: [...] })`.
+ * @returns The source, for `reconcile(kind, { sources: [...] })`.
  * @throws {TypeError} When `source` is not async-iterable.
  *
  * @example Reconciling everything when a file changes
  * ```ts ignore — watches a file until the process ends
  * import { reconcile } from "../controller/reconcile.ts";
- * import { reconcileAllOn } from "./external_triggers.ts";
+ * import { reconcileAllOn } from "./external.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
  * const controller = reconcile(ConfigMap, {
- *   triggers: [reconcileAllOn(Deno.watchFs("/etc/myapp/config.yaml"))],
+ *   sources: [reconcileAllOn(Deno.watchFs("/etc/myapp/config.yaml"))],
  *   reconcile: (cm, ctx) => ctx.log.info("Reconciled {key}", { key: ctx.key }),
  * });
  * ```
  */
-export function reconcileAllOn(source: AsyncIterable<unknown>): Trigger {
-  return Object.freeze({ kind: "all", source: check(source, "reconcileAllOn") });
+export function reconcileAllOn(source: AsyncIterable<unknown>): ExternalSource {
+  return Object.freeze({
+    type: "external",
+    reconciles: "all",
+    items: check(source, "reconcileAllOn"),
+  });
 }
 
 function check<T>(source: AsyncIterable<T>, fn: string): AsyncIterable<T> {
   if (typeof (source as Partial<AsyncIterable<T>>)?.[Symbol.asyncIterator] !== "function") {
-    throw new TypeError(`Cannot make a trigger with ${fn}(): the source is not async-iterable`);
+    throw new TypeError(`Cannot make an external source with ${fn}(): it is not async-iterable`);
   }
   return source;
 }
 
-/** What {@linkcode runTrigger} feeds. */
-export interface TriggerSink {
+/** What {@linkcode runExternal} feeds. */
+export interface ExternalSink {
   /** Queues one key. */
   enqueue(key: string): void;
   /** Queues every cached primary. */
@@ -108,20 +122,20 @@ export interface TriggerSink {
 }
 
 /**
- * Reads a trigger until it ends or `signal` aborts, feeding `sink`.
+ * Reads an external source until it ends or `signal` aborts, feeding `sink`.
  *
- * @param trigger The trigger.
+ * @param source The external source.
  * @param sink Where keys go.
  * @param signal Stops reading (and calls the iterator's `return()`).
  * @returns A promise that resolves once reading stopped; it never rejects.
  */
-export async function runTrigger(
-  trigger: Trigger,
-  sink: TriggerSink,
+export async function runExternal(
+  source: ExternalSource,
+  sink: ExternalSink,
   signal: AbortSignal,
 ): Promise<void> {
   if (signal.aborted) return;
-  const it = trigger.source[Symbol.asyncIterator]();
+  const it = source.items[Symbol.asyncIterator]();
   const stopped = new Promise<IteratorResult<unknown>>((resolve) =>
     signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), {
       once: true,
@@ -131,7 +145,7 @@ export async function runTrigger(
     for (;;) {
       const next = await Promise.race([it.next(), stopped]);
       if (next.done || signal.aborted) break;
-      if (trigger.kind === "all") {
+      if (source.reconciles === "all") {
         sink.reconcileAll();
         continue;
       }

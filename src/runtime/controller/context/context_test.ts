@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
-import type { Client } from "../../client/client.ts";
-import { ConfigMap } from "../../core/kinds.ts";
-import type { Condition, KubeObject } from "../../core/object.ts";
-import { resource } from "../../core/resource.ts";
-import { getLogger } from "../../util/log.ts";
-import { EventRecorder } from "./events.ts";
-import { reconcile } from "./reconcile.ts";
-import { createContext, isSubset } from "./_context.ts";
+import type { Client } from "../../../client/client.ts";
+import { ConfigMap } from "../../../core/kinds.ts";
+import type { Condition, KubeObject } from "../../../core/object.ts";
+import { resource } from "../../../core/resource.ts";
+import { getLogger } from "../../../util/log.ts";
+import { EventRecorder } from "../events.ts";
+import { reconcile } from "../reconcile.ts";
+import { createContext } from "./context.ts";
+import { isSubset } from "./status.ts";
 
 Deno.test("isSubset: would a merge patch change nothing?", () => {
   assert.ok(isSubset({ phase: "Running" }, { phase: "Running", other: 1 }));

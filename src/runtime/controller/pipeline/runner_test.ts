@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import type { Client } from "../../client/client.ts";
-import type { KubeObject } from "../../core/object.ts";
-import { resource } from "../../core/resource.ts";
-import { FakeClock } from "../../testing/fake_clock.ts";
-import { InformerFactory } from "../cache/informer_factory.ts";
-import type { RateLimiter } from "../queue/rate_limiter.ts";
-import { EventRecorder } from "./events.ts";
-import { reconcile } from "./reconcile.ts";
+import type { Client } from "../../../client/client.ts";
+import type { KubeObject } from "../../../core/object.ts";
+import { resource } from "../../../core/resource.ts";
+import { FakeClock } from "../../../testing/fake_clock.ts";
+import { InformerFactory } from "../../cache/informer_factory.ts";
+import type { RateLimiter } from "../../queue/rate_limiter.ts";
+import { EventRecorder } from "../events.ts";
+import { reconcile } from "../reconcile.ts";
 import { ControllerRuntime } from "./runner.ts";
 
 const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
@@ -64,7 +64,7 @@ Deno.test("ControllerRuntime cuts a reconcile at timeoutMs and serves other keys
   const whens: number[] = [];
   const controller = reconcile(ConfigMap, {
     name: "cm",
-    timeoutMs: 1_000,
+    run: { timeoutMs: 1_000 },
     async reconcile(obj, ctx) {
       if (obj.metadata.name !== "hang") {
         return void others.push({ key: ctx.key, hangs: hangs.length });

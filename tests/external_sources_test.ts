@@ -1,4 +1,4 @@
-// External triggers against a real kube-apiserver: keys pushed from an async iterable are
+// External sources against a real kube-apiserver: keys pushed from an async iterable are
 // reconciled, deduplicated by the work queue (nine pushes while the one worker is busy give one
 // reconcile per key), a key with no object is dropped, and "reconcile all" (from an iterable
 // and from the manager) reconciles every cached primary once more.
@@ -8,7 +8,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
-import { reconcileAllOn, reconcileOn } from "../src/runtime/source/external_triggers.ts";
+import { reconcileAllOn, reconcileOn } from "../src/runtime/source/external.ts";
 import { uniqueName, waitFor } from "./_helpers.ts";
 
 /** An async iterable the test pushes to; `taken` counts the items read from it. */
@@ -37,7 +37,7 @@ function channel<T>() {
 Deno.test("keys from an async iterable are reconciled, deduplicated", async (t) => {
   await using cp = await startControlPlane();
   using client = await createClient({ kubeconfig: cp.kubeconfigPath });
-  const ns = uniqueName("trig");
+  const ns = uniqueName("ext");
   await client.create(Namespace, { metadata: { name: ns } });
   for (const name of ["a", "b", "c"]) {
     await client.create(ConfigMap, { metadata: { name, namespace: ns } });
@@ -51,7 +51,7 @@ Deno.test("keys from an async iterable are reconciled, deduplicated", async (t) 
     client,
     namespaces: [ns],
     controllers: [reconcile(ConfigMap, {
-      triggers: [reconcileOn(keys), reconcileAllOn(all)],
+      sources: [reconcileOn(keys), reconcileAllOn(all)],
       async reconcile(_cm, ctx) {
         counts.set(ctx.key, (counts.get(ctx.key) ?? 0) + 1);
         if (ctx.key === `${ns}/a`) await gate;
@@ -68,18 +68,18 @@ Deno.test("keys from an async iterable are reconciled, deduplicated", async (t) 
       let open!: () => void;
       gate = new Promise((r) => open = r);
       keys.push(`${ns}/a`);
-      await waitFor(() => count("a") === 2, { what: "a's reconcile from the trigger to start" });
+      await waitFor(() => count("a") === 2, { what: "a's reconcile from the source to start" });
       // The one worker is busy with a: these wait in the queue, deduplicated.
       keys.push(`${ns}/a`, `${ns}/a`, `${ns}/b`, { namespace: ns, name: "b" }, `${ns}/a`);
       keys.push(`${ns}/b`, `${ns}/a`, `${ns}/gone`);
-      await waitFor(() => keys.taken === 9, { what: "the trigger to read every key" });
+      await waitFor(() => keys.taken === 9, { what: "the source to read every key" });
       open();
       await waitFor(() => count("a") === 3 && count("b") === 2, {
         what: `a and b reconciled again (a ${count("a")}, b ${count("b")})`,
       });
       // Settled: nothing more comes from those nine pushes.
       keys.push(`${ns}/c`);
-      await waitFor(() => count("c") === 2, { what: "c from the trigger" });
+      await waitFor(() => count("c") === 2, { what: "c from the source" });
       assert.equal(count("a"), 3, "a: 1 (start) + 1 (pushed) + 1 (five pushes while busy)");
       assert.equal(count("b"), 2, "b: 1 (start) + 1 (three pushes while queued)");
       assert.equal(count("gone"), 0, "a key with no object is not reconciled");

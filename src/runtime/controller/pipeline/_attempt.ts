@@ -4,9 +4,9 @@
 // waits until `Reconcile` returns, the runner stops waiting for it at once: a promise cannot
 // be cut short, and a worker held by one hung key would starve every other key. What the
 // abandoned attempt still does is made harmless by the context, which refuses every write
-// once this signal aborted (`_context.ts`), so it cannot write over the next attempt.
-import type { Clock, TimerId } from "../../util/clock.ts";
-import type { ReconcileResult } from "./reconcile.ts";
+// once this signal aborted (`../context/`), so it cannot write over the next attempt.
+import type { Clock, TimerId } from "../../../util/clock.ts";
+import type { ReconcileResult } from "../reconcile.ts";
 import type { Settled } from "./_outcome.ts";
 
 /** What {@linkcode boundedAttempt} needs. */

@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "../../testing/fake_clock.ts";
-import { WorkQueue } from "../queue/workqueue.ts";
-import type { QueueCause, ReconcileSample } from "./metrics_hooks.ts";
-import { requeue, TerminalError } from "./reconcile.ts";
+import { FakeClock } from "../../../testing/fake_clock.ts";
+import { WorkQueue } from "../../queue/workqueue.ts";
+import type { Cause, ReconcileSample } from "../metrics_hooks.ts";
+import { requeue, TerminalError } from "../reconcile.ts";
 import { outcomeOf, type OutcomeTarget, settle } from "./_outcome.ts";
 
 /** A queue on fake time, and what the outcome reported. */
 function setup() {
   const clock = new FakeClock();
   const queue = new WorkQueue<string>({ clock });
-  const queued: QueueCause[] = [];
+  const queued: Cause[] = [];
   const samples: ReconcileSample[] = [];
   const logs: { level: string; message: string; props: Record<string, unknown> }[] = [];
   const events: string[] = [];

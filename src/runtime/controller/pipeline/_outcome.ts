@@ -10,10 +10,10 @@
 // | any other throw     | `error`         | queued after its backoff                |
 //
 // A change to the object still queues it at once in every case (its event, not this).
-import type { Logger } from "../../util/log.ts";
-import { LOW_PRIORITY, type WorkQueue } from "../queue/workqueue.ts";
-import type { ControllerMetricsHooks, ReconcileOutcome } from "./metrics_hooks.ts";
-import { type ReconcileResult, TerminalError } from "./reconcile.ts";
+import type { Logger } from "../../../util/log.ts";
+import { LOW_PRIORITY, type WorkQueue } from "../../queue/workqueue.ts";
+import type { ControllerMetricsHooks, ReconcileOutcome } from "../metrics_hooks.ts";
+import { type ReconcileResult, TerminalError } from "../reconcile.ts";
 
 /** How a reconcile settled: what it returned, or what it threw. */
 export type Settled =

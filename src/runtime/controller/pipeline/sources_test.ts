@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../core/object.ts";
-import { resource } from "../../core/resource.ts";
-import type { CacheReader } from "../cache/reader.ts";
-import type { ObjectEvent } from "../watch/watch.ts";
-import { enqueueMapped, enqueueOwners, enqueueSelf, passes } from "./_triggers.ts";
+import type { KubeObject } from "../../../core/object.ts";
+import { resource } from "../../../core/resource.ts";
+import type { CacheReader } from "../../cache/reader.ts";
+import type { ObjectEvent } from "../../watch/watch.ts";
+import { mappedKeys, ownerKeys, passes, selfKey } from "./sources.ts";
 
 const App = resource({ group: "apps.kubeno.dev", version: "v1", kind: "Myapp" });
 const ClusterApp = resource({
@@ -26,38 +26,38 @@ function owned(name: string, owner?: { apiVersion: string; kind: string; name: s
   } as KubeObject;
 }
 
-Deno.test("enqueueSelf is the object's own key", () => {
+Deno.test("selfKey is the object's own key", () => {
   const ev: ObjectEvent<KubeObject> = {
     type: "added",
     object: { metadata: { name: "web", namespace: "prod" } },
   };
-  assert.equal(enqueueSelf(ev), "prod/web");
-  assert.equal(enqueueSelf({ type: "deleted", object: { metadata: { name: "n1" } } }), "n1");
+  assert.equal(selfKey(ev), "prod/web");
+  assert.equal(selfKey({ type: "deleted", object: { metadata: { name: "n1" } } }), "n1");
 });
 
-Deno.test("enqueueOwners queues the controller owner before and after a change", () => {
+Deno.test("ownerKeys queues the controller owner before and after a change", () => {
   const a = { apiVersion: "apps.kubeno.dev/v1", kind: "Myapp", name: "a" };
   const b = { apiVersion: "apps.kubeno.dev/v2", kind: "Myapp", name: "b" };
-  assert.deepEqual([...enqueueOwners(App, { type: "added", object: owned("x", a) })], ["prod/a"]);
+  assert.deepEqual([...ownerKeys(App, { type: "added", object: owned("x", a) })], ["prod/a"]);
   // Another version of the same group is the same kind.
   const moved = { type: "modified" as const, old: owned("x", a), object: owned("x", b) };
-  assert.deepEqual([...enqueueOwners(App, moved)], ["prod/a", "prod/b"]);
+  assert.deepEqual([...ownerKeys(App, moved)], ["prod/a", "prod/b"]);
   // One key for an unchanged owner; a cluster-scoped owner has no namespace.
   const same = { type: "modified" as const, old: owned("x", a), object: owned("x", a) };
-  assert.deepEqual([...enqueueOwners(App, same)], ["prod/a"]);
-  assert.deepEqual([...enqueueOwners(ClusterApp, same)], ["a"]);
+  assert.deepEqual([...ownerKeys(App, same)], ["prod/a"]);
+  assert.deepEqual([...ownerKeys(ClusterApp, same)], ["a"]);
 });
 
-Deno.test("enqueueOwners ignores other kinds, other groups and objects without a controller", () => {
+Deno.test("ownerKeys ignores other kinds, other groups and objects without a controller", () => {
   const other = [
     { apiVersion: "other.dev/v1", kind: "Myapp", name: "a" },
     { apiVersion: "apps.kubeno.dev/v1", kind: "Other", name: "a" },
     { apiVersion: "v1", kind: "Myapp", name: "a" },
   ];
   for (const o of other) {
-    assert.equal(enqueueOwners(App, { type: "added", object: owned("x", o) }).size, 0);
+    assert.equal(ownerKeys(App, { type: "added", object: owned("x", o) }).size, 0);
   }
-  assert.equal(enqueueOwners(App, { type: "deleted", object: owned("x") }).size, 0);
+  assert.equal(ownerKeys(App, { type: "deleted", object: owned("x") }).size, 0);
   const notController = owned("x");
   notController.metadata.ownerReferences = [{
     apiVersion: "apps.kubeno.dev/v1",
@@ -65,10 +65,10 @@ Deno.test("enqueueOwners ignores other kinds, other groups and objects without a
     name: "a",
     uid: "u",
   }];
-  assert.equal(enqueueOwners(App, { type: "added", object: notController }).size, 0);
+  assert.equal(ownerKeys(App, { type: "added", object: notController }).size, 0);
 });
 
-Deno.test("enqueueMapped maps both states, accepts keys, names and objects, and dedupes", () => {
+Deno.test("mappedKeys maps both states, accepts keys, names and objects, and dedupes", () => {
   const seen: string[] = [];
   const spec = {
     map: (obj: KubeObject, c: CacheReader) => {
@@ -84,24 +84,24 @@ Deno.test("enqueueMapped maps both states, accepts keys, names and objects, and 
     old: { metadata: { name: "old" } },
     object: { metadata: { name: "new" } },
   };
-  assert.deepEqual([...enqueueMapped(spec, cache, ev)], ["prod/a", "prod/b", "c"]);
+  assert.deepEqual([...mappedKeys(spec, cache, ev)], ["prod/a", "prod/b", "c"]);
   assert.deepEqual(seen, ["old", "new"]);
   // A modification without `old` (not from an informer) maps the object only.
   seen.length = 0;
-  enqueueMapped(spec, cache, { type: "modified", object: { metadata: { name: "new" } } });
+  mappedKeys(spec, cache, { type: "modified", object: { metadata: { name: "new" } } });
   assert.deepEqual(seen, ["new"]);
 });
 
-Deno.test("enqueueMapped maps nothing when a predicate refuses the event", () => {
+Deno.test("mappedKeys maps nothing when a predicate refuses the event", () => {
   let calls = 0;
   const spec = {
     map: () => (calls++, ["k"]),
     predicates: [() => true, (ev: ObjectEvent<KubeObject>) => ev.type !== "deleted"],
   };
   const obj = { metadata: { name: "x" } };
-  assert.equal(enqueueMapped(spec, cache, { type: "deleted", object: obj }).size, 0);
+  assert.equal(mappedKeys(spec, cache, { type: "deleted", object: obj }).size, 0);
   assert.equal(calls, 0);
-  assert.deepEqual([...enqueueMapped(spec, cache, { type: "added", object: obj })], ["k"]);
+  assert.deepEqual([...mappedKeys(spec, cache, { type: "added", object: obj })], ["k"]);
 });
 
 Deno.test("passes needs every predicate; none passes all", () => {

@@ -1,0 +1,109 @@
+/**
+ * The `ReconcileContext` a worker hands to one reconcile (or finalize), assembled from what it
+ * gives: reads (`reads.ts`: `ctx.cache` with the reconcile's own writes shown), writes
+ * (`writes.ts`: apply, create, update, patch, delete, and the finalizer's patches of the
+ * primary), status and conditions (`status.ts`), and the controller's Event recorder. Every
+ * write is bound to the primary and the controller's field manager, refused once the attempt's
+ * signal aborted, and reported to the write gate through `tracking.ts`.
+ *
+ * @module
+ */
+import type { Logger } from "../../../util/log.ts";
+import type { Client } from "../../../client/client.ts";
+import type { MergePatch } from "../../../client/types.ts";
+import type { KubeObject, ObjectRef } from "../../../core/object.ts";
+import type { Resource } from "../../../core/resource.ts";
+import type { CacheReader } from "../../cache/reader.ts";
+import type { EventRecorder } from "../events.ts";
+import type { Controller, ReconcileContext } from "../reconcile.ts";
+import { contextCache } from "./reads.ts";
+import { statusWrites } from "./status.ts";
+import type { Tracking, WriteMemory } from "./tracking.ts";
+import { ContextWrites, ObjectWrites } from "./writes.ts";
+
+/** What one reconcile's context is made of. */
+export interface ContextInit<T extends KubeObject> {
+  controller: Controller<T>;
+  client: Client;
+  events: EventRecorder;
+  log: Logger;
+  key: string;
+  /** The primary as reconcile gets it (a copy it may change). */
+  primary: T;
+  /** The primary as the server last showed it (the cached, frozen object). */
+  cached: T;
+  /** Reads from the controller's cache. */
+  cache: CacheReader;
+  /** The name of the cluster a fleet runs this reconcile for (`ctx.cluster`); absent on one. */
+  cluster?: string;
+  /** `ctx.signal`: the attempt's; once it aborted, every write is refused unsent. */
+  signal: AbortSignal;
+  /** The controller's own last writes, to skip writing them again. */
+  memory?: WriteMemory;
+  /** Records writes for read-your-own-writes; without it nothing is tracked. */
+  tracking?: Tracking;
+  /** An owned object as the controller's cache holds it: key for `memory`, and the object. */
+  owned?: (
+    kind: Resource<any>,
+    name: string,
+    namespace: string | undefined,
+  ) => { key: string; cached: KubeObject | undefined } | undefined;
+}
+
+/** A context and what the worker does through it besides reconcile: the finalizer writes. */
+export interface ContextHandle<T extends KubeObject> {
+  readonly ctx: ReconcileContext<T>;
+  /**
+   * Merge-patches the primary (e.g. its finalizers), computed from and guarded by the
+   * newest state this context knows.
+   */
+  patchPrimary(patch: (latest: T) => MergePatch<T>): Promise<T>;
+}
+
+/**
+ * The reconcile context of one reconcile, and the worker's handle on it.
+ *
+ * @param init The controller, client, primary and cache.
+ * @returns The context and its handle.
+ */
+export function createContext<T extends KubeObject>(init: ContextInit<T>): ContextHandle<T> {
+  const { controller, client, key, signal } = init;
+  const m = init.primary.metadata;
+  const cache = contextCache(init.cache, init.tracking, m.namespace);
+  const writes = new ContextWrites<T>({ ...init, cache });
+  const objects = new ObjectWrites<T>(writes, { ...init, cache });
+  const status = statusWrites({
+    client,
+    key,
+    fieldManager: controller.fieldManager,
+    signal,
+    memory: init.memory,
+    writes,
+  });
+  const ref: ObjectRef = {
+    apiVersion: writes.owner.apiVersion!,
+    kind: writes.owner.kind!,
+    name: m.name!,
+    ...(m.namespace ? { namespace: m.namespace } : {}),
+    ...(m.uid ? { uid: m.uid } : {}),
+  };
+  const ctx: ReconcileContext<T> = {
+    client,
+    cache,
+    log: init.log,
+    events: init.events,
+    controller: controller.name,
+    key,
+    ref,
+    signal,
+    cluster: init.cluster,
+    apply: (kind, obj) => objects.apply(kind, obj),
+    create: (kind, obj) => objects.create(kind, obj),
+    update: (kind, obj) => objects.update(kind, obj),
+    patch: (kind, target, patch, options) => objects.patch(kind, target, patch, options),
+    delete: (kind, target, options) => objects.delete(kind, target, options),
+    patchStatus: status.patchStatus,
+    setCondition: status.setCondition,
+  };
+  return { ctx, patchPrimary: (make) => writes.patchPrimary(make) };
+}
