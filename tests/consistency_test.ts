@@ -23,7 +23,7 @@ import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { controllerOf } from "../src/core/owner.ts";
 import { objectKey } from "../src/core/object_key.ts";
-import { compareResourceVersions } from "../src/core/resource_version.ts";
+import { compareResourceVersions } from "../src/core/object.ts";
 import type { ObjectOf } from "../src/core/resource.ts";
 import { waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";

@@ -6,10 +6,9 @@
  *
  * @module
  */
-import type { KubeObject } from "../../../core/object.ts";
+import { compareResourceVersions, type KubeObject } from "../../../core/object.ts";
 import { objectKey } from "../../../core/object_key.ts";
 import type { Resource } from "../../../core/resource.ts";
-import { compareResourceVersions } from "../../../core/resource_version.ts";
 import type { CacheGetOptions, CacheListOptions, CacheReader } from "../../cache/reader.ts";
 import type { OwnWrite, Tracking } from "./tracking.ts";
 

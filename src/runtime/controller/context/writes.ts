@@ -10,11 +10,10 @@
 import { isConflict, isNotFound } from "../../../client/api_error.ts";
 import type { Client } from "../../../client/client.ts";
 import type { ApplyObject, MergePatch } from "../../../client/types.ts";
-import type { KubeObject } from "../../../core/object.ts";
+import { compareResourceVersions, type KubeObject } from "../../../core/object.ts";
 import { objectKey } from "../../../core/object_key.ts";
 import { setControllerReference } from "../../../core/owner.ts";
 import type { Resource } from "../../../core/resource.ts";
-import { compareResourceVersions } from "../../../core/resource_version.ts";
 import { dataCopy } from "../../../util/freeze.ts";
 import type { CacheReader } from "../../cache/reader.ts";
 import type { ContextDeleteOptions, ContextWriteOptions, Controller } from "../reconcile.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../../core/object.ts";
-import { compareResourceVersions } from "../../../core/resource_version.ts";
+import { compareResourceVersions } from "../../../core/object.ts";
 import { type OwnWrite, wroteOnly } from "../context/tracking.ts";
 import { type CacheView, contains, hashOf, isEcho, LastWrites, OwnWrites } from "./write_gate.ts";
 
