@@ -1,10 +1,11 @@
 /**
  * The `ReconcileContext` a worker hands to one reconcile (or finalize), assembled from what it
  * gives: reads (`reads.ts`: `ctx.cache` with the reconcile's own writes shown), writes
- * (`writes.ts`: apply, create, update, patch, delete, and the finalizer's patches of the
- * primary), status and conditions (`status.ts`), and the controller's Event recorder. Every
- * write is bound to the primary and the controller's field manager, refused once the attempt's
- * signal aborted, and reported to the write gate through `tracking.ts`.
+ * (`writes.ts`: apply, create, update, patch, delete; `status.ts`: patchStatus), conditions
+ * (`conditions.ts`: setCondition), the finalizer's patches of the primary (`finalizers.ts`),
+ * and the controller's Event recorder, handed on as it is. Every write is bound to the primary
+ * and the controller's field manager, and leaves through one door (`send.ts`): refused once
+ * the attempt's signal aborted, and reported to the write gate through `tracking.ts`.
  *
  * @module
  */
@@ -16,10 +17,13 @@ import type { Resource } from "../../../core/resource.ts";
 import type { CacheReader } from "../../cache/reader.ts";
 import type { EventRecorder } from "../events.ts";
 import type { Controller, ReconcileContext } from "../reconcile.ts";
+import { writeCondition } from "./conditions.ts";
+import { patchPrimary } from "./finalizers.ts";
 import { contextCache } from "./reads.ts";
-import { statusWrites } from "./status.ts";
+import { Sender } from "./send.ts";
+import { patchStatus, type StatusInit } from "./status.ts";
 import type { Tracking, WriteMemory } from "./tracking.ts";
-import { ContextWrites, ObjectWrites } from "./writes.ts";
+import { ObjectWrites } from "./writes.ts";
 
 /** What one reconcile's context is made of. */
 export interface ContextInit<T extends KubeObject> {
@@ -70,19 +74,19 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
   const { controller, client, key, signal } = init;
   const m = init.primary.metadata;
   const cache = contextCache(init.cache, init.tracking, m.namespace);
-  const writes = new ContextWrites<T>({ ...init, cache });
-  const objects = new ObjectWrites<T>(writes, { ...init, cache });
-  const status = statusWrites({
+  const sender = new Sender<T>({ ...init, cache });
+  const objects = new ObjectWrites<T>(sender, { ...init, cache });
+  const status: StatusInit<T> = {
     client,
     key,
     fieldManager: controller.fieldManager,
     signal,
     memory: init.memory,
-    writes,
-  });
+    sender,
+  };
   const ref: ObjectRef = {
-    apiVersion: writes.owner.apiVersion!,
-    kind: writes.owner.kind!,
+    apiVersion: sender.owner.apiVersion!,
+    kind: sender.owner.kind!,
     name: m.name!,
     ...(m.namespace ? { namespace: m.namespace } : {}),
     ...(m.uid ? { uid: m.uid } : {}),
@@ -102,8 +106,8 @@ export function createContext<T extends KubeObject>(init: ContextInit<T>): Conte
     update: (kind, obj) => objects.update(kind, obj),
     patch: (kind, target, patch, options) => objects.patch(kind, target, patch, options),
     delete: (kind, target, options) => objects.delete(kind, target, options),
-    patchStatus: status.patchStatus,
-    setCondition: status.setCondition,
+    patchStatus: (obj, patch) => patchStatus(status, obj, patch),
+    setCondition: (obj, condition) => writeCondition(status, obj, condition),
   };
-  return { ctx, patchPrimary: (make) => writes.patchPrimary(make) };
+  return { ctx, patchPrimary: (make) => patchPrimary(sender, init, make) };
 }

@@ -1,19 +1,18 @@
 /**
- * `ctx.patchStatus` and `ctx.setCondition`: writes of the status subresource, judged against
- * the newest state of the primary the context knows, skipped when they would change nothing or
- * are the controller's own last write coming back, and guarded by a resourceVersion when they
- * replace a list.
+ * `ctx.patchStatus`: writes of the status subresource, judged against the newest state of the
+ * primary the context knows, skipped when they would change nothing or are the controller's own
+ * last write coming back, and guarded by a resourceVersion when they replace a list.
+ * `ctx.setCondition` (`conditions.ts`) writes through here too.
  *
  * @module
  */
 import type { MergePatch } from "../../../client/types.ts";
-import { type ConditionInput, setCondition } from "../../../core/conditions.ts";
-import type { Condition, KubeObject } from "../../../core/object.ts";
+import type { KubeObject } from "../../../core/object.ts";
 import { objectKey } from "../../../core/object_key.ts";
 import type { Client } from "../../../client/client.ts";
 import type { StatusOf } from "../reconcile.ts";
+import { newest, type Sender } from "./send.ts";
 import type { WriteMemory } from "./tracking.ts";
-import { type ContextWrites, newest } from "./writes.ts";
 
 /** What the status writes of one reconcile are made with. */
 export interface StatusInit<T extends KubeObject> {
@@ -24,48 +23,33 @@ export interface StatusInit<T extends KubeObject> {
   readonly fieldManager: string;
   readonly signal: AbortSignal;
   readonly memory?: WriteMemory;
-  /** The context's writes, and the newest state of the primary they know. */
-  readonly writes: ContextWrites<T>;
+  /** The context's door for writes, and the newest state of the primary it knows. */
+  readonly sender: Sender<T>;
 }
 
 /**
- * The status writes of one reconcile.
+ * `ctx.patchStatus` of one reconcile: for the primary, guarded by the newer of `obj`'s
+ * resourceVersion and that of the newest state this context knows.
  *
- * @param init The client, the primary's key and the context's writes.
- * @returns `patchStatus` and `setCondition` as the context gives them.
+ * @param init The client, the primary's key and the context's door for writes.
+ * @param obj The object whose status is patched.
+ * @param status The status merge patch.
+ * @returns The server's answer, or `obj` when the patch would change nothing.
  */
-export function statusWrites<T extends KubeObject>(init: StatusInit<T>): {
-  patchStatus(obj: T, status: MergePatch<StatusOf<T>>): Promise<T>;
-  setCondition(obj: T, condition: ConditionInput): Promise<T>;
-} {
-  const { key, writes } = init;
-  return {
-    patchStatus: (obj, status) =>
-      writeStatus(
-        init,
-        obj,
-        status,
-        objectKey(obj) === key
-          ? newest(obj.metadata.resourceVersion, writes.latest.metadata.resourceVersion)
-          : obj.metadata.resourceVersion,
-      ),
-    setCondition(obj, condition) {
-      // From the latest state this context knows (its own earlier writes included), so that
-      // consecutive calls keep each other's conditions; guarded by that state's version.
-      const base = objectKey(obj) === key ? writes.latest : obj;
-      const current = (base as { status?: { conditions?: Condition[] } }).status?.conditions;
-      const next = setCondition(current, {
-        ...condition,
-        observedGeneration: condition.observedGeneration ?? obj.metadata.generation,
-      });
-      return writeStatus(
-        init,
-        obj,
-        { conditions: next } as unknown as MergePatch<StatusOf<T>>,
-        base.metadata.resourceVersion,
-      );
-    },
-  };
+export function patchStatus<T extends KubeObject>(
+  init: StatusInit<T>,
+  obj: T,
+  status: MergePatch<StatusOf<T>>,
+): Promise<T> {
+  const { key, sender } = init;
+  return writeStatus(
+    init,
+    obj,
+    status,
+    objectKey(obj) === key
+      ? newest(obj.metadata.resourceVersion, sender.latest.metadata.resourceVersion)
+      : obj.metadata.resourceVersion,
+  );
 }
 
 /**
@@ -73,16 +57,23 @@ export function statusWrites<T extends KubeObject>(init: StatusInit<T>): {
  * would drop what others wrote since (a condition set by another controller). Such a patch
  * carries the resourceVersion it was computed from, so the server refuses it (409) instead,
  * and the reconcile is retried on fresh state.
+ *
+ * @param init The client, the primary's key and the context's door for writes.
+ * @param obj The object whose status is written.
+ * @param status The status merge patch.
+ * @param computedFrom The resourceVersion the patch was computed from, sent as a
+ * precondition when the patch holds a list.
+ * @returns The server's answer, or `obj` when the write would change nothing.
  */
-async function writeStatus<T extends KubeObject>(
+export async function writeStatus<T extends KubeObject>(
   init: StatusInit<T>,
   obj: T,
   status: MergePatch<StatusOf<T>>,
   computedFrom: string | undefined,
 ): Promise<T> {
-  const { client, key, writes, memory, fieldManager, signal } = init;
+  const { client, key, sender, memory, fieldManager, signal } = init;
   const mine = objectKey(obj) === key;
-  const server = mine ? writes.latest : undefined;
+  const server = mine ? sender.latest : undefined;
   if (server && isSubset(status, (server as { status?: unknown }).status)) return obj;
   // The cache may not have seen this controller's last status write yet: the same patch
   // again is that write's echo, not news.
@@ -92,9 +83,9 @@ async function writeStatus<T extends KubeObject>(
   const guard = computedFrom && hasList(status)
     ? { metadata: { resourceVersion: computedFrom } }
     : {};
-  const res = init.writes.resource;
+  const res = sender.resource;
   const target = { name: obj.metadata.name!, namespace: obj.metadata.namespace };
-  const out = await writes.send(res, "write", target, () =>
+  const out = await sender.send(res, "write", target, () =>
     client.patchStatus(
       res,
       target.name,
