@@ -85,6 +85,12 @@ const CRLF = [13, 10];
 const CRLF_CRLF = [13, 10, 13, 10];
 const MAX_HEAD = 64 * 1024;
 const MAX_IDLE = 32;
+/**
+ * How long a connection may sit idle before it is closed rather than reused: under the API
+ * server's own idle timeout (90 s, as client-go's transport), so a request rarely meets a
+ * connection the server is closing.
+ */
+const IDLE_TIMEOUT_MS = 45_000;
 const encoder = new TextEncoder();
 const utf8 = new TextDecoder();
 const latin1 = new TextDecoder("latin1");
@@ -100,6 +106,8 @@ class Connection {
   #end = 0;
   /** Requests sent on it; a reused connection may have been closed by the server meanwhile. */
   uses = 0;
+  /** When it last went back to the idle connections (`performance.now()`). */
+  idleSince = 0;
 
   constructor(conn: Deno.TlsConn) {
     this.conn = conn;
@@ -460,7 +468,8 @@ export class Http1Pool {
 
   /**
    * Sends `req` and reads its response. A kept-alive connection that the server closed before
-   * answering (an idle timeout racing the request) is retried once on a new one.
+   * answering (an idle timeout racing the request) is retried on the next one, and at the last
+   * on a new one: only a new connection's failure is the request's.
    *
    * @throws The signal's reason when it aborted; otherwise what the connection failed with.
    */
@@ -535,11 +544,12 @@ export class Http1Pool {
   /** Writes `req` on a kept-alive or new connection and reads the response's head. */
   async #send(req: Http1Request): Promise<{ c: Connection; head: Head }> {
     const bytes = this.#serialize(req);
-    for (let attempt = 0;; attempt++) {
+    for (;;) {
       if (this.#closed) throw new Error("Cannot send a request: the client is closed");
       req.signal?.throwIfAborted();
-      const reused = this.#idle.length > 0;
-      const c = this.#idle.pop() ?? await this.#connect(req.signal);
+      const idle = this.#takeIdle();
+      const reused = idle !== undefined;
+      const c = idle ?? await this.#connect(req.signal);
       if (this.#closed) {
         c.close();
         throw new Error("Cannot send a request: the client is closed");
@@ -554,7 +564,8 @@ export class Http1Pool {
       } catch (e) {
         this.#release(c, false);
         if (req.signal?.aborted) throw req.signal.reason;
-        const retry = reused && attempt === 0 &&
+        // Each retry takes another connection, so this ends: at the latest on a new one.
+        const retry = reused &&
           (e instanceof ClosedBeforeResponse || e instanceof Deno.errors.ConnectionReset ||
             e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.UnexpectedEof);
         if (!retry) throw e;
@@ -564,11 +575,23 @@ export class Http1Pool {
     }
   }
 
+  /** The most recently used idle connection; those idle too long are closed on the way. */
+  #takeIdle(): Connection | undefined {
+    const now = performance.now();
+    // Oldest first: the first still fresh ends the stale ones (and every one after it is fresh).
+    const fresh = this.#idle.findIndex((c) => now - c.idleSince < IDLE_TIMEOUT_MS);
+    const stale = fresh < 0 ? this.#idle.length : fresh;
+    for (const c of this.#idle.splice(0, stale)) c.close();
+    return this.#idle.pop();
+  }
+
   /** Back to the idle connections when `keep`, closed otherwise. */
   #release(c: Connection, keep: boolean): void {
     this.#busy.delete(c);
-    if (keep && !this.#closed && this.#idle.length < MAX_IDLE) this.#idle.push(c);
-    else c.close();
+    if (keep && !this.#closed && this.#idle.length < MAX_IDLE) {
+      c.idleSince = performance.now();
+      this.#idle.push(c);
+    } else c.close();
   }
 
   /** The request's bytes; the caller has checked that no header holds a line break. */

@@ -828,6 +828,59 @@ Deno.test("Client over HTTPS: a kept-alive connection the server closed is retri
   }
 });
 
+Deno.test("Client over HTTPS: every kept-alive connection the server closed while idle is passed over, not failed on", async () => {
+  // A keep-alive server whose connections all close at once, as its idle timeout closes a
+  // burst's connections together: the next request meets several closed ones in a row.
+  const listener = Deno.listenTls({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: SERVING.certPem,
+    key: SERVING.keyPem,
+  });
+  const open = new Set<Deno.Conn>();
+  let accepted = 0;
+  const body = JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } });
+  const answer = new TextEncoder().encode(
+    `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  const serving = (async () => {
+    for await (const conn of listener) {
+      accepted++;
+      open.add(conn);
+      (async () => {
+        const buf = new Uint8Array(16_384);
+        let got = "";
+        for (;;) {
+          const n = await conn.read(buf);
+          if (n === null) return;
+          got += new TextDecoder().decode(buf.subarray(0, n));
+          for (let end; (end = got.indexOf("\r\n\r\n")) >= 0;) {
+            got = got.slice(end + 4);
+            await conn.write(answer);
+          }
+        }
+      })().catch(() => {}).finally(() => open.delete(conn));
+    }
+  })();
+  const dir = await Deno.makeTempDir();
+  try {
+    await writeKubeconfig(`${dir}/config`, listener.addr.port);
+    using client = await createClient({ kubeconfig: `${dir}/config` });
+    await Promise.all(Array.from({ length: 6 }, () => client.get(ConfigMap, "a")));
+    const burst = accepted;
+    assert.ok(burst >= 2, `the burst kept ${burst} connection(s) alive, not several`);
+    for (const conn of open) conn.close();
+    await new Promise((r) => setTimeout(r, 50)); // the closes reach the client first
+    for (let i = 0; i < 3; i++) await client.get(ConfigMap, "a");
+    assert.equal(accepted, burst + 1, "one new connection, then kept alive");
+  } finally {
+    for (const conn of open) conn.close();
+    listener.close();
+    await serving.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("Client over HTTPS: asks for gzip, as client-go does, and reads a gzip-compressed body", async () => {
   let asked: string | null = null;
   await using api = await stand(async (_s, req) => {
