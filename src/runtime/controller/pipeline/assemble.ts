@@ -9,19 +9,18 @@ import type { Client } from "../../../client/client.ts";
 import type { KubeObject } from "../../../core/object.ts";
 import type { Clock } from "../../../util/clock.ts";
 import type { Logger } from "../../../util/log.ts";
-import { activeLink, tracing } from "../../../util/trace.ts";
 import type { InformerFactory } from "../../cache/informer_factory.ts";
 import type { ShardFilter } from "../../cache/shard_filter.ts";
 import type { RateLimiter } from "../../queue/rate_limiter.ts";
-import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from "../../queue/workqueue.ts";
+import { WorkQueue } from "../../queue/workqueue.ts";
 import { Background } from "../../source/background.ts";
 import { EventRecorder } from "../events.ts";
 import type { ControllerMetricsHooks } from "../metrics_hooks.ts";
 import type { Controller } from "../reconcile.ts";
-import { CauseLinks } from "./cause_links.ts";
 import { ControllerInformers } from "./informers.ts";
+import { Intake } from "./intake.ts";
 import { Sources } from "./sources.ts";
-import { type Enqueue, WriteGate } from "./write_gate.ts";
+import { WriteGate } from "./write_gate.ts";
 import { Workers } from "./worker.ts";
 
 /** Options of `ControllerRuntime`. */
@@ -100,25 +99,6 @@ export interface Stages<T extends KubeObject> {
 }
 
 /**
- * The queue stage's input: every stage that queues a key goes through it. It counts the
- * cause, and when tracing remembers the span that queued the key as one of its causes.
- */
-function intake(
-  queue: WorkQueue<string>,
-  name: string,
-  metrics: ControllerMetricsHooks | undefined,
-): { causes: CauseLinks; enqueue: Enqueue } {
-  const causes = new CauseLinks();
-  const enqueue: Enqueue = (key, cause, priority) => {
-    metrics?.queued?.(name, cause);
-    // A real change may parent the reconcile; a list, resync or requeue only links to it.
-    if (tracing()) causes.add(key, activeLink(), (priority ?? DEFAULT_PRIORITY) > LOW_PRIORITY);
-    queue.add(key, priority === undefined ? undefined : { priority });
-  };
-  return { causes, enqueue };
-}
-
-/**
  * Builds the stages of one controller and wires each to the next: sources → write gate →
  * queue → workers, with the background tasks beside them.
  *
@@ -146,7 +126,7 @@ export function assemble<T extends KubeObject>(
     metrics: metrics?.workqueue?.(name),
     priorities: options.priorityQueue ?? true,
   });
-  const { causes, enqueue } = intake(queue, name, metrics);
+  const intake = new Intake(queue, name, metrics);
   const informers = new ControllerInformers<T>({
     controller,
     factory: options.informers,
@@ -163,7 +143,7 @@ export function assemble<T extends KubeObject>(
     metrics,
     shard: options.shard,
     log,
-    enqueue,
+    intake,
   });
   const background: Background<T> = new Background<T>({
     controller: name,
@@ -183,7 +163,7 @@ export function assemble<T extends KubeObject>(
     informers,
     gate,
     background,
-    enqueue,
+    intake,
     deferOptional,
     metrics,
     log,
@@ -198,7 +178,7 @@ export function assemble<T extends KubeObject>(
     informers,
     gate,
     background,
-    causes,
+    causes: intake.causes,
     metrics,
     cluster: options.cluster,
     signal,

@@ -41,7 +41,8 @@ import type { Cause, ControllerMetricsHooks } from "../metrics_hooks.ts";
 import type { Predicate } from "../predicates.ts";
 import type { Controller, WatchSpec } from "../reconcile.ts";
 import type { ControllerInformers } from "./informers.ts";
-import { type Enqueue, type KeyedEvent, trackKey, type WriteGate } from "./write_gate.ts";
+import type { Intake } from "./intake.ts";
+import { type KeyedEvent, trackKey, type WriteGate } from "./write_gate.ts";
 
 /**
  * Whether an event passes every predicate (none passes all).
@@ -134,7 +135,7 @@ export interface SourcesInit<T extends KubeObject> {
   /** Timers and daemons, told which primaries exist. */
   readonly background: Background<T>;
   /** The queue stage, for keys that are no informer event's. */
-  readonly enqueue: Enqueue;
+  readonly intake: Intake;
   /** Leave optional kinds uncached until {@linkcode Sources.prototype.served}. */
   readonly deferOptional: boolean;
   readonly metrics?: ControllerMetricsHooks;
@@ -220,7 +221,7 @@ export class Sources<T extends KubeObject> {
    * @param cause Why.
    */
   enqueue(key: string, cause: Cause): void {
-    if (!this.#stop.signal.aborted) this.#init.enqueue(key, cause);
+    if (!this.#stop.signal.aborted) this.#init.intake.enqueue(key, cause);
   }
 
   /**
@@ -232,7 +233,7 @@ export class Sources<T extends KubeObject> {
   reconcileAll(cause: Cause): number {
     if (this.#stop.signal.aborted) return 0;
     const keys = this.#init.informers.primaryKeys();
-    for (const key of keys) this.#init.enqueue(key, cause, LOW_PRIORITY);
+    for (const key of keys) this.#init.intake.enqueue(key, cause, LOW_PRIORITY);
     return keys.length;
   }
 

@@ -80,9 +80,7 @@ import { DEFAULT_PRIORITY } from "../../queue/workqueue.ts";
 import type { CachedKind } from "../caches.ts";
 import type { Cause, ControllerMetricsHooks } from "../metrics_hooks.ts";
 import type { OwnWrite, TrackedWrite, Tracking, WriteMemory } from "../context/tracking.ts";
-
-/** The queue stage's input: puts a key in the work queue, why, and at what priority. */
-export type Enqueue = (key: string, cause: Cause, priority?: number) => void;
+import type { Intake } from "./intake.ts";
 
 /** One informer event and the keys its source mapped it to: what the sources hand the gate. */
 export interface KeyedEvent {
@@ -117,8 +115,8 @@ export interface WriteGateInit {
   readonly metrics?: ControllerMetricsHooks;
   readonly shard?: { filter: ShardFilter; owned: boolean };
   readonly log: Logger;
-  /** The next stage: the work queue. */
-  readonly enqueue: Enqueue;
+  /** The next stage: the work queue's input. */
+  readonly intake: Intake;
 }
 
 /**
@@ -243,7 +241,7 @@ export class WriteGate {
       if (keyed.refused) continue;
       const sending = this.#sending.get(key + SEP + kind);
       if (sending) sending.events.push({ ev, cause: keyed.cause, priority: keyed.priority });
-      else this.#init.enqueue(key, keyed.cause, keyed.priority);
+      else this.#init.intake.enqueue(key, keyed.cause, keyed.priority);
     }
   }
 
@@ -349,7 +347,7 @@ export class WriteGate {
         priority = Math.max(priority ?? -Infinity, p ?? DEFAULT_PRIORITY);
       }
     }
-    if (news) this.#init.enqueue(primary, news, priority);
+    if (news) this.#init.intake.enqueue(primary, news, priority);
   }
 
   /** Records a write made while reconciling `primary`, when the cache will show it. */
@@ -393,7 +391,7 @@ export class WriteGate {
       key,
       clock.setTimeout(() => {
         if (!this.#deferred.delete(key)) return;
-        this.#init.enqueue(key, "cache-timeout");
+        this.#init.intake.enqueue(key, "cache-timeout");
       }, due),
     );
   }
@@ -412,7 +410,7 @@ export class WriteGate {
     const lag = this.#writes.lagging(key, this.#view, clock.now(), lagTimeoutMs);
     if (lag.waiting.length) return;
     this.#undefer(key);
-    this.#init.enqueue(key, "cache");
+    this.#init.intake.enqueue(key, "cache");
   }
 }
 
