@@ -777,60 +777,12 @@ Deno.test("Client over HTTPS: an error status is an ApiError; an aborted request
   assert.ok(isNotFound(after), "the client works after an aborted request");
 });
 
-Deno.test("Client over HTTPS: a kept-alive connection the server closed is retried on a new one", async () => {
-  // A server that answers one request per connection and then closes it without saying so
-  // (no `Connection: close`), as an idle timeout racing the next request does.
-  const listener = Deno.listenTls({
-    hostname: "127.0.0.1",
-    port: 0,
-    cert: SERVING.certPem,
-    key: SERVING.keyPem,
-  });
-  let accepted = 0;
-  const serving = (async () => {
-    for await (const conn of listener) {
-      accepted++;
-      (async () => {
-        const buf = new Uint8Array(16_384);
-        let got = "";
-        while (!got.includes("\r\n\r\n")) {
-          const n = await conn.read(buf);
-          if (n === null) return conn.close();
-          got += new TextDecoder().decode(buf.subarray(0, n));
-        }
-        const body = JSON.stringify({
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: "a" },
-        });
-        await conn.write(
-          new TextEncoder().encode(
-            `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-          ),
-        );
-        conn.close();
-      })().catch(() => {});
-    }
-  })();
-  const dir = await Deno.makeTempDir();
-  try {
-    await writeKubeconfig(`${dir}/config`, listener.addr.port);
-    using client = await createClient({ kubeconfig: `${dir}/config` });
-    for (let i = 0; i < 3; i++) {
-      await client.get(ConfigMap, "a");
-      await new Promise((r) => setTimeout(r, 20)); // the close reaches the client first
-    }
-    assert.equal(accepted, 3);
-  } finally {
-    listener.close();
-    await serving.catch(() => {});
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("Client over HTTPS: every kept-alive connection the server closed while idle is passed over, not failed on", async () => {
-  // A keep-alive server whose connections all close at once, as its idle timeout closes a
-  // burst's connections together: the next request meets several closed ones in a row.
+/**
+ * A bare HTTPS server answering every request with one ConfigMap, keeping the connection
+ * open unless `closeAfterEach` (then it closes it after the answer without saying so, no
+ * `Connection: close`). `open` holds the connections it has not closed.
+ */
+function rawServer(closeAfterEach: boolean) {
   const listener = Deno.listenTls({
     hostname: "127.0.0.1",
     port: 0,
@@ -838,14 +790,14 @@ Deno.test("Client over HTTPS: every kept-alive connection the server closed whil
     key: SERVING.keyPem,
   });
   const open = new Set<Deno.Conn>();
-  let accepted = 0;
   const body = JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } });
   const answer = new TextEncoder().encode(
     `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
   );
+  const served = { accepted: 0, open, port: listener.addr.port };
   const serving = (async () => {
     for await (const conn of listener) {
-      accepted++;
+      served.accepted++;
       open.add(conn);
       (async () => {
         const buf = new Uint8Array(16_384);
@@ -857,28 +809,62 @@ Deno.test("Client over HTTPS: every kept-alive connection the server closed whil
           for (let end; (end = got.indexOf("\r\n\r\n")) >= 0;) {
             got = got.slice(end + 4);
             await conn.write(answer);
+            if (closeAfterEach) return;
           }
         }
-      })().catch(() => {}).finally(() => open.delete(conn));
+      })().catch(() => {}).finally(() => {
+        open.delete(conn);
+        try {
+          conn.close();
+        } catch { /* closed already */ }
+      });
     }
   })();
-  const dir = await Deno.makeTempDir();
-  try {
-    await writeKubeconfig(`${dir}/config`, listener.addr.port);
-    using client = await createClient({ kubeconfig: `${dir}/config` });
-    await Promise.all(Array.from({ length: 6 }, () => client.get(ConfigMap, "a")));
-    const burst = accepted;
-    assert.ok(burst >= 2, `the burst kept ${burst} connection(s) alive, not several`);
-    for (const conn of open) conn.close();
-    await new Promise((r) => setTimeout(r, 50)); // the closes reach the client first
-    for (let i = 0; i < 3; i++) await client.get(ConfigMap, "a");
-    assert.equal(accepted, burst + 1, "one new connection, then kept alive");
-  } finally {
-    for (const conn of open) conn.close();
-    listener.close();
-    await serving.catch(() => {});
-    await Deno.remove(dir, { recursive: true });
+  return {
+    served,
+    /** A client of it, in a fresh kubeconfig. */
+    async client() {
+      const dir = await Deno.makeTempDir();
+      await writeKubeconfig(`${dir}/config`, served.port);
+      const client = await createClient({ kubeconfig: `${dir}/config` });
+      return Object.assign(client, {
+        [Symbol.dispose]() {
+          client.close();
+          Deno.removeSync(dir, { recursive: true });
+        },
+      });
+    },
+    async [Symbol.asyncDispose]() {
+      for (const conn of open) conn.close();
+      listener.close();
+      await serving.catch(() => {});
+    },
+  };
+}
+
+Deno.test("Client over HTTPS: a kept-alive connection the server closed is retried on a new one", async () => {
+  // One request per connection, as an idle timeout racing the next request does.
+  await using server = rawServer(true);
+  using client = await server.client();
+  for (let i = 0; i < 3; i++) {
+    await client.get(ConfigMap, "a");
+    await new Promise((r) => setTimeout(r, 20)); // the close reaches the client first
   }
+  assert.equal(server.served.accepted, 3);
+});
+
+Deno.test("Client over HTTPS: every kept-alive connection the server closed while idle is passed over, not failed on", async () => {
+  // Its connections all close at once, as an idle timeout closes a burst's connections
+  // together: the next request meets several closed ones in a row.
+  await using server = rawServer(false);
+  using client = await server.client();
+  await Promise.all(Array.from({ length: 6 }, () => client.get(ConfigMap, "a")));
+  const burst = server.served.accepted;
+  assert.ok(burst >= 2, `the burst kept ${burst} connection(s) alive, not several`);
+  for (const conn of server.served.open) conn.close();
+  await new Promise((r) => setTimeout(r, 50)); // the closes reach the client first
+  for (let i = 0; i < 3; i++) await client.get(ConfigMap, "a");
+  assert.equal(server.served.accepted, burst + 1, "one new connection, then kept alive");
 });
 
 Deno.test("Client over HTTPS: asks for gzip, as client-go does, and reads a gzip-compressed body", async () => {
