@@ -117,5 +117,8 @@ export type { OperatorOptions } from "./src/operator/options.ts";
 // Talking to the API server
 export { type Client, createClient } from "./src/client/client.ts";
 export type { ApplyObject } from "./src/client/types.ts";
-export { ApiError, isConflict, isNotFound } from "./src/client/api_error.ts";
+export { ApiError, isConflict, isNotFound } from "./src/client/errors/api_error.ts";
 export { fromYaml, toYaml } from "./src/util/yaml.ts";
+
+// Errors: every error kubeno throws on purpose extends KubenoError
+export { KubenoError } from "./src/util/error.ts";

@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../src/testing/control_plane.ts";
 import { Client, createClient } from "../src/client/client.ts";
-import { loadKubeconfig } from "../src/client/kubeconfig.ts";
-import { ConnectionError } from "../src/client/api_error.ts";
-import { FILE_REFRESH_MS } from "../src/client/_credentials.ts";
+import { loadKubeconfig } from "../src/client/kubeconfig/kubeconfig.ts";
+import { ConnectionError } from "../src/client/errors/api_error.ts";
+import { FILE_REFRESH_MS } from "../src/client/kubeconfig/_credentials.ts";
 import { resource } from "../src/core/resource.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { type Clock, realClock } from "../src/util/clock.ts";

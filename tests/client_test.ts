@@ -11,9 +11,9 @@ import {
   isForbidden,
   isInvalid,
   isNotFound,
-} from "../src/client/api_error.ts";
+} from "../src/client/errors/api_error.ts";
 import { type Client, createClient } from "../src/client/client.ts";
-import { KubeconfigError } from "../src/client/kubeconfig.ts";
+import { KubeconfigError } from "../src/client/kubeconfig/kubeconfig_error.ts";
 import {
   ConfigMap,
   Event,

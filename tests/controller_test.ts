@@ -5,7 +5,7 @@
 // runs its own manager scoped to its own namespace.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { isConflict, isNotFound } from "../src/client/api_error.ts";
+import { isConflict, isNotFound } from "../src/client/errors/api_error.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { EventRecorder } from "../src/runtime/controller/events.ts";
 import { ConfigMap, Event, Secret } from "../src/core/kinds.ts";

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import type { KubeObject } from "../src/core/object.ts";

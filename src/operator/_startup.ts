@@ -16,7 +16,7 @@
 //    do); if they have not all synced when the same start-up deadline passes, start-up fails
 //    with one line naming what did not sync and why, like controller-runtime's
 //    `CacheSyncTimeout`.
-import { ApiError, ConnectionError, isNotFound } from "../client/api_error.ts";
+import { ApiError, ConnectionError, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import type { Resource } from "../core/resource.ts";
 import type { Informer } from "../runtime/cache/informer.ts";

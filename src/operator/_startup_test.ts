@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "../util/zod.ts";
-import { ApiError, ConnectionError } from "../client/api_error.ts";
+import { ApiError, ConnectionError } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import type { Informer } from "../runtime/cache/informer.ts";
 import { reconcile } from "../runtime/controller/reconcile.ts";

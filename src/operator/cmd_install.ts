@@ -15,7 +15,7 @@
  * @module
  */
 import { realClock } from "../util/clock.ts";
-import { isNotFound } from "../client/api_error.ts";
+import { isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   type Command,

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { isConflict, isGone, isNotFound } from "../client/api_error.ts";
+import { isConflict, isGone, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";

@@ -47,7 +47,7 @@ import { createManager, LeadershipLostError, type Manager } from "../runtime/man
 import { ApiServerWait } from "./_api_server_wait.ts";
 import { awaitApiServer, startupSetting } from "./_startup.ts";
 import { firstLine } from "../util/cli_io.ts";
-import { ConnectionError } from "../client/api_error.ts";
+import { ConnectionError } from "../client/errors/api_error.ts";
 import { runPlace } from "./_run_settings.ts";
 import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { realClock } from "../util/clock.ts";
-import { ApiError, isNotFound } from "../client/api_error.ts";
+import { ApiError, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   type Command,

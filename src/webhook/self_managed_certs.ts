@@ -23,7 +23,7 @@
  */
 import { X509Certificate } from "node:crypto";
 import { getLogger } from "../util/log.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import { type Clock, realClock, type TimerId } from "../util/clock.ts";
 import { Secret } from "../core/kinds.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { isConflict, isNotFound } from "../../client/api_error.ts";
+import { isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { Lease } from "../../core/kinds_cluster.ts";

@@ -5,7 +5,7 @@
 import { getLogger } from "../../util/log.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import {
   ANNOTATION_SHARDS,

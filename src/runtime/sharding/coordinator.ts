@@ -51,7 +51,7 @@ import { getLogger } from "../../util/log.ts";
 import { inSpan } from "../../util/trace.ts";
 import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";

@@ -1,6 +1,6 @@
 // Test support for the watch stream's unit tests: a stand-in WatchClient whose list and
 // watch requests answer what the test scripts, and which records what it was asked.
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { ObjectList, RawWatchEvent } from "../../client/types.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { resource } from "../../core/resource.ts";

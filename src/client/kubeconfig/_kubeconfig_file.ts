@@ -2,15 +2,9 @@
 // merged (for each named entry and for current-context the first file that sets it wins),
 // relative file references resolved against the file that holds them, and the in-cluster
 // service account. Only plain data leaves this module; nothing here authenticates.
-import { firstLine } from "../util/cli_io.ts";
+import { firstLine } from "../../util/cli_io.ts";
 import { parseKubeconfigYaml } from "./_kubeconfig_yaml.ts";
-
-/** An error in a kubeconfig: the path it concerns and the problem, one line each. */
-export class KubeconfigProblem extends Error {
-  constructor(readonly path: string, readonly problem: string, options?: ErrorOptions) {
-    super(problem, options);
-  }
-}
+import { KubeconfigError } from "./kubeconfig_error.ts";
 
 /** A `clusters[].cluster` entry, with file references made absolute. */
 export interface KubeCluster {
@@ -82,7 +76,7 @@ export const IN_CLUSTER = "in-cluster";
  * Finds and reads the configuration: an explicit path, the files in `KUBECONFIG`, `~/.kube/config`,
  * then the in-cluster service account.
  *
- * @throws {KubeconfigProblem} When nothing is found or a file cannot be read or understood.
+ * @throws {KubeconfigError} When nothing is found or a file cannot be read or understood.
  */
 export async function findKubeconfig(explicit: string | undefined): Promise<KubeconfigData> {
   if (explicit !== undefined) return await readFiles([explicit], explicit);
@@ -90,7 +84,7 @@ export async function findKubeconfig(explicit: string | undefined): Promise<Kube
   if (env) {
     const sep = Deno.build.os === "windows" ? ";" : ":";
     const files = env.split(sep).filter((f) => f && exists(f));
-    if (files.length === 0) throw new KubeconfigProblem(env, "KUBECONFIG names no existing file");
+    if (files.length === 0) throw new KubeconfigError(env, "KUBECONFIG names no existing file");
     return await readFiles(files, files.join(sep));
   }
   const home = Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE");
@@ -98,7 +92,7 @@ export async function findKubeconfig(explicit: string | undefined): Promise<Kube
   if (defaultPath && exists(defaultPath)) return await readFiles([defaultPath], defaultPath);
   const inCluster = inClusterConfig(SERVICE_ACCOUNT_DIR);
   if (inCluster) return inCluster;
-  throw new KubeconfigProblem(
+  throw new KubeconfigError(
     defaultPath ?? "~/.kube/config",
     "no kubeconfig found; set KUBECONFIG, pass a kubeconfig path, or run inside a cluster",
   );
@@ -110,14 +104,14 @@ export async function findKubeconfig(explicit: string | undefined): Promise<Kube
  * pod's namespace. Undefined when not running in a cluster.
  *
  * @param dir The service-account folder.
- * @throws {KubeconfigProblem} When the variables are set but the port is missing.
+ * @throws {KubeconfigError} When the variables are set but the port is missing.
  */
 export function inClusterConfig(dir: string): KubeconfigData | undefined {
   const host = Deno.env.get("KUBERNETES_SERVICE_HOST");
   if (!host || !exists(`${dir}/token`)) return undefined;
   const port = Deno.env.get("KUBERNETES_SERVICE_PORT");
   if (!port) {
-    throw new KubeconfigProblem(
+    throw new KubeconfigError(
       IN_CLUSTER,
       "KUBERNETES_SERVICE_HOST is set but KUBERNETES_SERVICE_PORT is not",
     );
@@ -158,24 +152,24 @@ async function readFiles(files: string[], source: string): Promise<KubeconfigDat
     raw: {},
   };
   for (const file of files) {
-    if (!exists(file)) throw new KubeconfigProblem(file, "file does not exist");
+    if (!exists(file)) throw new KubeconfigError(file, "file does not exist");
     let text: string;
     try {
       text = Deno.readTextFileSync(file);
     } catch (e) {
-      throw new KubeconfigProblem(file, `cannot read it: ${firstLine(e)}`, { cause: e });
+      throw new KubeconfigError(file, `cannot read it: ${firstLine(e)}`, { cause: e });
     }
     let doc: unknown;
     try {
       // Common kubeconfigs without loading a YAML library; anything else with the full one.
       const lite = parseKubeconfigYaml(text);
-      doc = lite !== undefined ? lite : (await import("../util/yaml.ts")).fromYaml(text)[0];
+      doc = lite !== undefined ? lite : (await import("../../util/yaml.ts")).fromYaml(text)[0];
     } catch (e) {
-      throw new KubeconfigProblem(file, firstLine(e), { cause: e });
+      throw new KubeconfigError(file, firstLine(e), { cause: e });
     }
     if (doc === null) doc = undefined;
     if (doc !== undefined && (typeof doc !== "object" || doc === null || Array.isArray(doc))) {
-      throw new KubeconfigProblem(file, "it is not a YAML mapping");
+      throw new KubeconfigError(file, "it is not a YAML mapping");
     }
     const obj = (doc ?? {}) as Record<string, unknown>;
     const dir = dirname(file);
@@ -183,7 +177,7 @@ async function readFiles(files: string[], source: string): Promise<KubeconfigDat
     const users = entries(file, obj, "users", "user");
     const contexts = entries(file, obj, "contexts", "context");
     if (files.length === 1 && clusters.length === 0 && contexts.length === 0) {
-      throw new KubeconfigProblem(file, "it defines no clusters and no contexts");
+      throw new KubeconfigError(file, "it defines no clusters and no contexts");
     }
     for (const [name, c] of clusters) {
       if (data.clusters.has(name)) continue;
@@ -212,7 +206,7 @@ async function readFiles(files: string[], source: string): Promise<KubeconfigDat
     }
   }
   if (data.clusters.size === 0 && data.contexts.size === 0) {
-    throw new KubeconfigProblem(source, "it defines no clusters and no contexts");
+    throw new KubeconfigError(source, "it defines no clusters and no contexts");
   }
   data.raw = {
     apiVersion: "v1",
@@ -234,18 +228,18 @@ function entries(
 ): [string, Record<string, unknown>][] {
   const items = doc[list];
   if (items === undefined || items === null) return [];
-  if (!Array.isArray(items)) throw new KubeconfigProblem(file, `${list} is not a list`);
+  if (!Array.isArray(items)) throw new KubeconfigError(file, `${list} is not a list`);
   return items.map((item, i) => {
     const where = `${list}[${i}]`;
     if (typeof item !== "object" || item === null) {
-      throw new KubeconfigProblem(file, `${where} is not a mapping`);
+      throw new KubeconfigError(file, `${where} is not a mapping`);
     }
     const { name, [field]: value } = item as Record<string, unknown>;
     if (typeof name !== "string" || !name) {
-      throw new KubeconfigProblem(file, `${where} has no name`);
+      throw new KubeconfigError(file, `${where} has no name`);
     }
     if (value !== undefined && value !== null && (typeof value !== "object")) {
-      throw new KubeconfigProblem(file, `${field} of ${where} ("${name}") is not a mapping`);
+      throw new KubeconfigError(file, `${field} of ${where} ("${name}") is not a mapping`);
     }
     return [name, (value ?? {}) as Record<string, unknown>];
   });
@@ -278,7 +272,7 @@ export function exists(path: string): boolean {
   } catch (err) {
     // A compiled operator runs with exact permissions: say so instead of "does not exist".
     if (err instanceof Deno.errors.NotCapable) {
-      throw new KubeconfigProblem(
+      throw new KubeconfigError(
         path,
         `this program may not read it; grant --allow-read=${path} (or run inside the cluster)`,
       );

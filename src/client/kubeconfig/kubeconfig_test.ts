@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { KubeconfigError, loadKubeconfig } from "./kubeconfig.ts";
+import { loadKubeconfig } from "./kubeconfig.ts";
+import { KubeconfigError } from "./kubeconfig_error.ts";
 import { inClusterConfig } from "./_kubeconfig_file.ts";
 import { CLIENT_NODE } from "./_auth_provider.ts";
 import { FILE_REFRESH_MS } from "./_credentials.ts";
-import { type Clock, realClock } from "../util/clock.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
 
 /** A clock whose `now()` moves only when a test says so. */
 function manualClock(start = Date.now()): Clock & { advance(ms: number): void } {
@@ -191,7 +192,7 @@ current-context: x
 });
 
 Deno.test("loadKubeconfig reads client certificates from files and inline data", async () => {
-  const { createCa, issueCert } = await import("../util/x509.ts");
+  const { createCa, issueCert } = await import("../../util/x509.ts");
   const ca = await createCa("kc-test");
   const leaf = await issueCert({ commonName: "u", client: true }, ca);
   await Deno.writeTextFile(`${dir}/u.crt`, leaf.certPem);
@@ -312,7 +313,7 @@ printf '"status":{"token":"tok-%s-%s-%s","expirationTimestamp":"%s"}}' "$n" "$1"
 });
 
 Deno.test("an exec plugin gets KUBERNETES_EXEC_INFO and may return a client certificate", async () => {
-  const { createCa, issueCert } = await import("../util/x509.ts");
+  const { createCa, issueCert } = await import("../../util/x509.ts");
   const ca = await createCa("kc-exec");
   const leaf = await issueCert({ commonName: "u", client: true }, ca);
   const cred = {
@@ -434,7 +435,7 @@ Deno.test("the in-cluster configuration reads the service-account folder", async
  */
 async function runWithClientNodeProbe(code: string): Promise<{ stdout: string; stderr: string }> {
   const config = JSON.parse(
-    await Deno.readTextFile(fileURLToPath(new URL("../../deno.json", import.meta.url))),
+    await Deno.readTextFile(fileURLToPath(new URL("../../../deno.json", import.meta.url))),
   );
   const stub = `${dir}/client_node_probe.ts`;
   // A different spelling of the same range, so that the stub's own import is not mapped to it.
@@ -461,7 +462,7 @@ async function runWithClientNodeProbe(code: string): Promise<{ stdout: string; s
 }
 
 Deno.test("client-node is loaded only for auth providers, and then without warnings", async () => {
-  const mod = JSON.stringify(import.meta.resolve("../../mod.ts"));
+  const mod = JSON.stringify(import.meta.resolve("../../../mod.ts"));
   const kc = JSON.stringify(import.meta.resolve("./kubeconfig.ts"));
   const script = await plugin(
     "probe-exec",

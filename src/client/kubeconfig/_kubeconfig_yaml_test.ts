@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseKubeconfigYaml } from "./_kubeconfig_yaml.ts";
-import { fromYaml, toYaml } from "../util/yaml.ts";
+import { fromYaml, toYaml } from "../../util/yaml.ts";
 
 // Kubeconfigs as kubectl, kind, cloud CLIs and kubeno write them: the subset parser must read
 // each exactly as the full YAML parser does.

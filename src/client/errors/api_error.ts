@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { groupOf, parseApiVersion } from "../core/api_version.ts";
+import { groupOf, parseApiVersion } from "../../core/api_version.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /** One field-level cause of a failure (`metav1.StatusCause`). */
 export interface StatusCause {
@@ -94,7 +95,7 @@ export interface ApiErrorTarget {
  * }
  * ```
  */
-export class ApiError extends Error {
+export class ApiError extends KubenoError {
   /** HTTP status code, e.g. 404. */
   readonly code: number;
   /** The server's reason, e.g. `NotFound`; `Unknown` when the body carried none. */
@@ -211,7 +212,7 @@ export class ApiError extends Error {
  * }
  * ```
  */
-export class ConnectionError extends Error {
+export class ConnectionError extends KubenoError {
   /** The server URL that could not be reached. */
   readonly server: string;
   /** The request's verb. */

@@ -3,6 +3,7 @@
 // interactive, an ExecCredential read from stdout. Caching and re-running live in
 // _credentials.ts; this module runs the plugin once and checks what it printed.
 import type { ExecConfig, KubeCluster } from "./_kubeconfig_file.ts";
+import { CredentialsError } from "./kubeconfig_error.ts";
 
 /** What one run of a plugin produced. */
 export interface ExecCredential {
@@ -57,7 +58,7 @@ export async function runExecPlugin(
   const mode = exec.interactiveMode ?? "IfAvailable";
   const terminal = Deno.stdin.isTerminal();
   if (mode === "Always" && !terminal) {
-    throw new Error(
+    throw new CredentialsError(
       `exec plugin "${command}" needs a terminal (interactiveMode: Always) and stdin is not one`,
     );
   }
@@ -85,22 +86,22 @@ export async function runExecPlugin(
     if (e instanceof Deno.errors.NotFound) {
       // The whole hint, its lines joined: AKS's and GKE's put the link on a later line.
       const hint = exec.installHint?.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
-      throw new Error(
+      throw new CredentialsError(
         `exec plugin "${command}" not found${hint ? `: ${hint}` : "; install it"}`,
       );
     }
     if (e instanceof Deno.errors.NotCapable) {
-      throw new Error(
+      throw new CredentialsError(
         `this program may not run the exec credential plugin "${command}" its kubeconfig names; ` +
           `run it with --allow-run=${command} (a binary: kubeno compile --allow-run=${command})`,
       );
     }
-    throw new Error(`cannot run exec plugin "${command}": ${oneLine(e)}`);
+    throw new CredentialsError(`cannot run exec plugin "${command}": ${oneLine(e)}`);
   }
   const dec = new TextDecoder();
   if (!out.success) {
     const stderr = interactive ? "" : lastLine(dec.decode(out.stderr));
-    throw new Error(
+    throw new CredentialsError(
       `exec plugin "${command}" failed with exit code ${out.code}${stderr ? `: ${stderr}` : ""}`,
     );
   }
@@ -126,10 +127,12 @@ export function parseExecCredential(
   try {
     cred = JSON.parse(stdout);
   } catch (e) {
-    throw new Error(`exec plugin "${command}" printed no ExecCredential JSON: ${oneLine(e)}`);
+    throw new CredentialsError(
+      `exec plugin "${command}" printed no ExecCredential JSON: ${oneLine(e)}`,
+    );
   }
   if (cred?.kind !== "ExecCredential" || cred.apiVersion !== apiVersion) {
-    throw new Error(
+    throw new CredentialsError(
       `exec plugin "${command}" printed apiVersion "${cred?.apiVersion}" kind "${cred?.kind}"; ` +
         `expected an ExecCredential of ${apiVersion}`,
     );
@@ -137,18 +140,20 @@ export function parseExecCredential(
   const s = cred.status ?? {};
   const hasCert = Boolean(s.clientCertificateData || s.clientKeyData);
   if (hasCert && !(s.clientCertificateData && s.clientKeyData)) {
-    throw new Error(
+    throw new CredentialsError(
       `exec plugin "${command}" returned only one of clientCertificateData and clientKeyData`,
     );
   }
   if (!s.token && !hasCert) {
-    throw new Error(`exec plugin "${command}" returned neither a token nor a certificate and key`);
+    throw new CredentialsError(
+      `exec plugin "${command}" returned neither a token nor a certificate and key`,
+    );
   }
   let expiresAt: number | undefined;
   if (s.expirationTimestamp) {
     expiresAt = Date.parse(s.expirationTimestamp);
     if (Number.isNaN(expiresAt)) {
-      throw new Error(
+      throw new CredentialsError(
         `exec plugin "${command}" returned expirationTimestamp "${s.expirationTimestamp}", which is not RFC 3339`,
       );
     }

@@ -1,20 +1,26 @@
 /**
- * The HTTP path to the API server: Deno's own `fetch` over a `Deno.HttpClient` that carries
- * the cluster CA and the client certificate, with credentials applied per request, failures
- * turned into `ApiError` / `ConnectionError`, and a hook for request metrics.
+ * The transport seam: the one place that decides how a request reaches the API server. Two
+ * carriers sit behind it, each in its own file behind the `Carrier` interface
+ * (`_carrier.ts`): kubeno's own kept-alive HTTP/1.1 connections (`_http1.ts`) for one-shot
+ * requests and watches, and Deno's `fetch` (`_fetch.ts`) for lists, pod streams, traced
+ * requests and whatever needs a proxy, `tls-server-name` or `insecure-skip-tls-verify`
+ * (the last two through the relays of `_sni_relay.ts`). Around either: credentials applied
+ * per request and refreshed after a 401, deadlines, failures turned into `ApiError` /
+ * `ConnectionError`, tracing spans and a hook for request metrics.
  *
  * @module
  */
-import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
-import type { ClusterAccess, Credentials } from "./kubeconfig.ts";
 import {
-  type InsecureRelay,
-  type SniRelay,
-  startInsecureRelay,
-  startSniRelay,
-} from "./_sni_relay.ts";
-import { inSpan, tracing } from "../util/trace.ts";
-import { type Http1Opened, Http1Pool, type Http1Response } from "./_http1.ts";
+  ApiError,
+  type ApiErrorTarget,
+  ConnectionError,
+  type Status,
+} from "../errors/api_error.ts";
+import type { ClusterAccess, Credentials } from "../kubeconfig/kubeconfig.ts";
+import { inSpan, tracing } from "../../util/trace.ts";
+import { Http1Carrier, type Http1Opened, type Http1Response } from "./_http1.ts";
+import { FetchCarrier } from "./_fetch.ts";
+import { TransportError } from "./transport_error.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
 export interface RequestMetric {
@@ -70,26 +76,19 @@ export interface TransportOptions {
   onRequest?: (metric: RequestMetric) => void;
 }
 
-/** Sends requests to one API server. Holds `Deno.HttpClient`s; close it when done. */
+/** Sends requests to one API server. Holds connections; close it when done. */
 export class Transport {
   #access: ClusterAccess;
   #options: TransportOptions;
   #host: string;
-  /** Where requests go: the server, or with `tls-server-name` that name at the server's port. */
-  #base: string;
-  #relay: SniRelay | undefined;
-  /** With `insecure-skip-tls-verify`: one relay per client certificate. */
-  #insecure = new Map<string, Promise<InsecureRelay>>();
-  #clients = new Map<string, Deno.HttpClient>();
+  /** Lists, pod streams, traced requests, and all of them where HTTP/1.1 is not available. */
+  #fetch: FetchCarrier;
   /**
-   * One-shot requests and watches over kubeno's own HTTP/1.1 connections (`_http1.ts`), one
-   * pool per client certificate; undefined where fetch must carry them (a proxy, `tls-server-name`,
+   * One-shot requests and watches over kubeno's own HTTP/1.1 connections (`_http1.ts`);
+   * undefined where fetch must carry them (a proxy, `tls-server-name`,
    * `insecure-skip-tls-verify`, plain HTTP).
    */
-  #pools: Map<string, Http1Pool> | undefined;
-  /** The server URL's path prefix (e.g. a Rancher cluster proxy's), without a trailing `/`. */
-  #prefix = "";
-  #closed = false;
+  #http1: Http1Carrier | undefined;
   readonly #headerCache = new WeakMap<Credentials, Map<string, HeadersInit>>();
   readonly #lists = new WeakMap<object, [string, string][]>();
   readonly #deadlines = new Map<string, AbortSignal>();
@@ -100,21 +99,12 @@ export class Transport {
     this.#options = options;
     const url = new URL(access.server);
     this.#host = url.host;
-    this.#base = access.server;
+    this.#fetch = new FetchCarrier(access);
     if (
       url.protocol === "https:" && !access.proxy && !access.tlsServerName &&
       !access.insecureSkipTlsVerify && !environmentProxy()
     ) {
-      this.#pools = new Map();
-      this.#prefix = url.pathname.replace(/\/+$/, "");
-    }
-    if (access.insecureSkipTlsVerify) {
-      // Plain HTTP to the relay, which runs the TLS; the host only names the server.
-      this.#base = `http://${url.host}${url.pathname}`.replace(/\/+$/, "");
-    } else if (access.tlsServerName) {
-      const target = new URL(access.server);
-      target.hostname = access.tlsServerName;
-      this.#base = target.href.replace(/\/+$/, "");
+      this.#http1 = new Http1Carrier(access.server, access.caCerts);
     }
   }
 
@@ -123,17 +113,10 @@ export class Transport {
     return this.#access.server;
   }
 
-  /** Closes every HTTP client; later requests fail. */
+  /** Closes every connection and relay; later requests fail. */
   close(): void {
-    this.#closed = true;
-    for (const c of this.#clients.values()) c.close();
-    this.#clients.clear();
-    for (const p of this.#pools?.values() ?? []) p.close();
-    this.#pools?.clear();
-    this.#relay?.close();
-    this.#relay = undefined;
-    for (const r of this.#insecure.values()) r.then((relay) => relay.close(), () => {});
-    this.#insecure.clear();
+    this.#fetch.close();
+    this.#http1?.close();
   }
 
   /**
@@ -143,93 +126,8 @@ export class Transport {
    * own connections keep theirs: each ends by its own signal (a stalled one by its watchdog).
    */
   resetConnections(): void {
-    for (const c of this.#clients.values()) c.close();
-    this.#clients.clear();
-    for (const p of this.#pools?.values() ?? []) p.reset();
-  }
-
-  #pool(cert: string | undefined, key: string | undefined): Http1Pool {
-    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
-    const id = cert && key ? `${cert}\0${key}` : "";
-    let pool = this.#pools!.get(id);
-    if (!pool) {
-      const url = new URL(this.#access.server);
-      pool = new Http1Pool({
-        hostname: url.hostname.replace(/^\[|\]$/g, ""),
-        port: Number(url.port || 443),
-        caCerts: this.#access.caCerts,
-        ...(cert && key ? { cert, key } : {}),
-      }, url.host);
-      this.#pools!.set(id, pool);
-    }
-    return pool;
-  }
-
-  async #client(cert: string | undefined, key: string | undefined): Promise<Deno.HttpClient> {
-    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
-    const id = cert && key ? `${cert}\0${key}` : "";
-    let client = this.#clients.get(id);
-    if (client) return client;
-    let options: Deno.CreateHttpClientOptions;
-    if (this.#access.insecureSkipTlsVerify) {
-      const relay = await this.#insecureRelay(id, cert, key);
-      options = { proxy: { transport: "unix", path: relay.path }, http2: false };
-    } else {
-      const proxy = this.#proxy();
-      options = {
-        caCerts: this.#access.caCerts.length ? this.#access.caCerts : undefined,
-        ...(cert && key ? { cert, key } : {}),
-        ...(proxy ? { proxy: { url: proxy } } : {}),
-        // HTTP/1.1, one connection per request in flight, as kube-rs does: against one
-        // multiplexed HTTP/2 connection it cost 0.84x the CPU and 0.87x the wall time of a
-        // 2,000-object converge and halved the event latency's p99 (bench/ab_kubeno.ts,
-        // BENCHMARKS.md).
-        http1: true,
-        http2: false,
-      };
-    }
-    client = this.#clients.get(id);
-    if (client) return client;
-    if (this.#closed) throw new Error("Cannot send a request: the client is closed");
-    client = Deno.createHttpClient(options);
-    // Exec plugins may rotate client certificates; old clients stay open for the
-    // streams still using them (one per rotation, closed with the transport).
-    this.#clients.set(id, client);
-    return client;
-  }
-
-  #insecureRelay(
-    id: string,
-    cert: string | undefined,
-    key: string | undefined,
-  ): Promise<InsecureRelay> {
-    let relay = this.#insecure.get(id);
-    if (!relay) {
-      const url = new URL(this.#access.server);
-      const hostname = url.hostname.replace(/^\[|\]$/g, "");
-      const isIp = /^[0-9.]+$/.test(hostname) || hostname.includes(":");
-      relay = startInsecureRelay({
-        hostname,
-        port: Number(url.port || 443),
-        servername: this.#access.tlsServerName ?? (isIp ? undefined : hostname),
-        cert: cert && key ? cert : undefined,
-        key: cert && key ? key : undefined,
-        proxy: this.#access.proxy,
-      });
-      relay.catch(() => this.#insecure.delete(id));
-      this.#insecure.set(id, relay);
-    }
-    return relay;
-  }
-
-  #proxy(): string | undefined {
-    if (!this.#access.tlsServerName) return this.#access.proxy;
-    if (!this.#relay) {
-      const url = new URL(this.#access.server);
-      const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-      this.#relay = startSniRelay(url.hostname.replace(/^\[|\]$/g, ""), port, this.#access.proxy);
-    }
-    return this.#relay.url;
+    this.#fetch.reset();
+    this.#http1?.reset();
   }
 
   /**
@@ -292,7 +190,7 @@ export class Transport {
    * and no tracing (fetch's spans and trace context stay with traced requests).
    */
   #direct(spec: RequestSpec): boolean {
-    return this.#pools !== undefined && spec.target.verb !== "list" &&
+    return this.#http1 !== undefined && spec.target.verb !== "list" &&
       spec.acceptEncoding === undefined && !tracing();
   }
 
@@ -308,7 +206,7 @@ export class Transport {
    */
   async stream(spec: RequestSpec): Promise<AsyncIterable<Uint8Array>> {
     if (
-      this.#pools === undefined || spec.acceptEncoding !== "identity" ||
+      this.#http1 === undefined || spec.acceptEncoding !== "identity" ||
       spec.body !== undefined || tracing()
     ) {
       const res = await this.send(spec);
@@ -341,15 +239,16 @@ export class Transport {
     const started = performance.now();
     let res: Http1Opened | Http1Response;
     try {
-      const pool = this.#pool(creds.cert, creds.key);
-      const req = {
+      res = await this.#http1!.send({
         method: spec.method,
-        path: this.#prefix + spec.path,
+        path: spec.path,
         headers: this.#headerList(spec, creds, body !== undefined),
         body,
         signal,
-      };
-      res = stream ? await pool.open(req) : await pool.request(req);
+        cert: creds.cert,
+        key: creds.key,
+        stream,
+      });
     } catch (e) {
       this.#report(spec, 0, started);
       throw this.#networkError(spec, e, timeout, timeoutMs);
@@ -376,7 +275,9 @@ export class Transport {
           throw new ConnectionError(
             this.server,
             spec.target.verb,
-            new Error(`header ${JSON.stringify(k)} holds a line break; check the credentials`),
+            new TransportError(
+              `header ${JSON.stringify(k)} holds a line break; check the credentials`,
+            ),
           );
         }
       }
@@ -392,13 +293,14 @@ export class Transport {
     const started = performance.now();
     let res: Response;
     try {
-      const client = await this.#client(creds.cert, creds.key);
-      res = await fetch(this.#base + spec.path, {
+      res = await this.#fetch.send({
         method: spec.method,
+        path: spec.path,
         headers: this.#headers(spec, creds, body !== undefined),
         body,
         signal,
-        client,
+        cert: creds.cert,
+        key: creds.key,
       });
     } catch (e) {
       this.#report(spec, 0, started);
@@ -509,8 +411,8 @@ export class Transport {
    */
   async webSocket(path: string, protocols: string[]): Promise<WebSocket> {
     const creds = await this.#access.credentials();
-    const client = await this.#client(creds.cert, creds.key);
-    const url = this.#base.replace(/^http/, "ws") + path;
+    const client = await this.#fetch.client(creds.cert, creds.key);
+    const url = this.#fetch.webSocketUrl(path);
     const ws = new WebSocket(url, {
       protocols,
       headers: [
@@ -528,7 +430,7 @@ export class Transport {
           new ConnectionError(
             this.server,
             "connect",
-            new Error((e as ErrorEvent).message || "WebSocket handshake failed"),
+            new TransportError((e as ErrorEvent).message || "WebSocket handshake failed"),
           ),
         );
     });
@@ -555,7 +457,7 @@ export class Transport {
         throw new ConnectionError(
           this.server,
           spec.target.verb,
-          new Error(`invalid JSON in the response: ${e.message}`),
+          new TransportError(`invalid JSON in the response: ${e.message}`),
         );
       }
       throw this.#networkError(spec, e, undefined, null);
@@ -590,7 +492,7 @@ export class Transport {
       throw new ConnectionError(
         this.server,
         spec.target.verb,
-        new Error(`invalid JSON in the response: ${(e as Error).message}`),
+        new TransportError(`invalid JSON in the response: ${(e as Error).message}`),
       );
     }
   }
@@ -619,7 +521,7 @@ export class Transport {
       return new ConnectionError(
         this.server,
         spec.target.verb,
-        new Error(`no response within ${timeoutMs} ms`, { cause: e }),
+        new TransportError(`no response within ${timeoutMs} ms`, { cause: e }),
       );
     }
     return new ConnectionError(this.server, spec.target.verb, e);

@@ -10,10 +10,12 @@
  * and receives as many watch events.
  *
  * Lists, pod streams, proxies, `tls-server-name`, `insecure-skip-tls-verify` and traced
- * requests keep using `fetch` (see `Transport`).
+ * requests keep using `fetch` (`_fetch.ts`); `transport.ts` decides.
  *
  * @module
  */
+import type { Carrier, CarrierRequest } from "./_carrier.ts";
+import { TransportError } from "./transport_error.ts";
 
 /** Where and how the pool connects. */
 export interface Http1Target {
@@ -96,7 +98,7 @@ const utf8 = new TextDecoder();
 const latin1 = new TextDecoder("latin1");
 
 /** The server closed the connection before any byte of the response. */
-class ClosedBeforeResponse extends Error {}
+class ClosedBeforeResponse extends TransportError {}
 
 /** One kept-alive connection and the bytes read past the last response. */
 class Connection {
@@ -153,18 +155,24 @@ class Connection {
       headEnd = indexOf(this.#buf, CRLF_CRLF, this.#start + scanned, this.#end);
       if (headEnd >= 0) break;
       scanned = Math.max(0, this.#end - this.#start - 3);
-      if (this.#end - this.#start > MAX_HEAD) throw new Error("response headers over 64 KiB");
+      if (this.#end - this.#start > MAX_HEAD) {
+        throw new TransportError("response headers over 64 KiB");
+      }
       const hadBytes = this.#end > this.#start;
       if (!(await this.#fill())) {
         if (!hadBytes) throw new ClosedBeforeResponse("connection closed before the response");
-        throw new Error("connection closed inside the response headers");
+        throw new TransportError("connection closed inside the response headers");
       }
     }
     const head = latin1.decode(this.#buf.subarray(this.#start, headEnd));
     this.#start = headEnd + 4;
     const lines = head.split("\r\n");
     const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
-    if (!m) throw new Error(`not an HTTP/1.1 response: ${JSON.stringify(lines[0].slice(0, 40))}`);
+    if (!m) {
+      throw new TransportError(
+        `not an HTTP/1.1 response: ${JSON.stringify(lines[0].slice(0, 40))}`,
+      );
+    }
     const status = Number(m[1]);
     const headers = new Map<string, string>();
     for (let i = 1; i < lines.length; i++) {
@@ -186,7 +194,9 @@ class Connection {
     }
     if (length !== undefined) {
       const n = Number(length);
-      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`bad Content-Length ${length}`);
+      if (!Number.isSafeInteger(n) || n < 0) {
+        throw new TransportError(`bad Content-Length ${length}`);
+      }
       return { status, headers, keep, framing: "length", length: n };
     }
     return { status, headers, keep: false, framing: "eof", length: 0 };
@@ -202,7 +212,7 @@ class Connection {
     const encoding = head.headers.get("content-encoding");
     if (encoding && encoding !== "identity") {
       if (encoding !== "gzip" && encoding !== "deflate") {
-        throw new Error(`unsupported Content-Encoding ${encoding}`);
+        throw new TransportError(`unsupported Content-Encoding ${encoding}`);
       }
       const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream()
         .pipeThrough(new DecompressionStream(encoding));
@@ -219,7 +229,7 @@ class Connection {
   async *streamBody(head: Head): AsyncGenerator<Uint8Array, void, undefined> {
     const encoding = head.headers.get("content-encoding");
     if (encoding && encoding !== "identity") {
-      throw new Error(`unsupported Content-Encoding ${encoding} for a streamed body`);
+      throw new TransportError(`unsupported Content-Encoding ${encoding} for a streamed body`);
     }
     if (head.framing === "none") return;
     if (head.framing === "chunked") return yield* this.#chunkedPieces();
@@ -227,7 +237,7 @@ class Connection {
     while (left > 0) {
       if (this.#start === this.#end && !(await this.#fill())) {
         if (left === Infinity) return;
-        throw new Error(`connection closed with ${left} body bytes to come`);
+        throw new TransportError(`connection closed with ${left} body bytes to come`);
       }
       const take = Math.min(left, this.#end - this.#start);
       const piece = this.#buf.slice(this.#start, this.#start + take);
@@ -261,18 +271,20 @@ class Connection {
         }
         const at = indexOf(this.#buf, CRLF, this.#start, this.#end);
         if (at < 0) {
-          if (this.#end - this.#start > MAX_HEAD) throw new Error("chunk header over 64 KiB");
+          if (this.#end - this.#start > MAX_HEAD) {
+            throw new TransportError("chunk header over 64 KiB");
+          }
           break;
         }
         const line = latin1.decode(this.#buf.subarray(this.#start, at));
         this.#start = at + 2;
         if (left === -1) {
-          if (line !== "") throw new Error("bad chunk terminator");
+          if (line !== "") throw new TransportError("bad chunk terminator");
           left = 0;
           continue;
         }
         const size = parseInt(line.split(";")[0], 16);
-        if (!Number.isSafeInteger(size) || size < 0) throw new Error("bad chunk size");
+        if (!Number.isSafeInteger(size) || size < 0) throw new TransportError("bad chunk size");
         if (size === 0) {
           last = true;
           break;
@@ -285,7 +297,9 @@ class Connection {
         while ((await this.#line()) !== ""); // trailers
         return;
       }
-      if (!(await this.#fill())) throw new Error("connection closed inside a chunked body");
+      if (!(await this.#fill())) {
+        throw new TransportError("connection closed inside a chunked body");
+      }
     }
   }
 
@@ -296,12 +310,14 @@ class Connection {
       if (this.#start === this.#end && n - got >= this.#buf.length) {
         // A large remainder is read straight into its place, as much as each read gives.
         const r = await this.conn.read(out.subarray(got));
-        if (r === null) throw new Error(`connection closed after ${got} of ${n} body bytes`);
+        if (r === null) {
+          throw new TransportError(`connection closed after ${got} of ${n} body bytes`);
+        }
         got += r;
         continue;
       }
       if (this.#start === this.#end && !(await this.#fill())) {
-        throw new Error(`connection closed after ${got} of ${n} body bytes`);
+        throw new TransportError(`connection closed after ${got} of ${n} body bytes`);
       }
       const take = Math.min(n - got, this.#end - this.#start);
       out.set(this.#buf.subarray(this.#start, this.#start + take), got);
@@ -319,8 +335,10 @@ class Connection {
         this.#start = at + 2;
         return line;
       }
-      if (this.#end - this.#start > MAX_HEAD) throw new Error("chunk header over 64 KiB");
-      if (!(await this.#fill())) throw new Error("connection closed inside a chunked body");
+      if (this.#end - this.#start > MAX_HEAD) throw new TransportError("chunk header over 64 KiB");
+      if (!(await this.#fill())) {
+        throw new TransportError("connection closed inside a chunked body");
+      }
     }
   }
 
@@ -329,7 +347,7 @@ class Connection {
     let total = 0;
     for (;;) {
       const size = parseInt((await this.#line()).split(";")[0], 16);
-      if (!Number.isSafeInteger(size) || size < 0) throw new Error("bad chunk size");
+      if (!Number.isSafeInteger(size) || size < 0) throw new TransportError("bad chunk size");
       if (size === 0) {
         while ((await this.#line()) !== ""); // trailers
         break;
@@ -337,7 +355,7 @@ class Connection {
       const part = await this.#exactly(size);
       parts.push(part);
       total += size;
-      if ((await this.#line()) !== "") throw new Error("bad chunk terminator");
+      if ((await this.#line()) !== "") throw new TransportError("bad chunk terminator");
     }
     return parts.length === 1 ? parts[0] : join(parts, total);
   }
@@ -545,14 +563,14 @@ export class Http1Pool {
   async #send(req: Http1Request): Promise<{ c: Connection; head: Head }> {
     const bytes = this.#serialize(req);
     for (;;) {
-      if (this.#closed) throw new Error("Cannot send a request: the client is closed");
+      if (this.#closed) throw new TransportError("Cannot send a request: the client is closed");
       req.signal?.throwIfAborted();
       const idle = this.#takeIdle();
       const reused = idle !== undefined;
       const c = idle ?? await this.#connect(req.signal);
       if (this.#closed) {
         c.close();
-        throw new Error("Cannot send a request: the client is closed");
+        throw new TransportError("Cannot send a request: the client is closed");
       }
       this.#busy.add(c);
       const onAbort = () => c.close();
@@ -608,5 +626,79 @@ export class Http1Pool {
     out.set(top);
     out.set(body, top.length);
     return out;
+  }
+}
+
+/** What {@linkcode Http1Carrier.send} is asked: a request, read whole or as a stream. */
+export interface Http1CarrierRequest extends CarrierRequest {
+  /** Whether a 2xx body is handed on as it arrives (a watch) instead of read whole. */
+  stream?: boolean;
+  /** The headers as a list, checked for line breaks. */
+  headers: [string, string][];
+}
+
+/**
+ * The HTTP/1.1 transport: one {@linkcode Http1Pool} per client certificate to one server, for
+ * one-shot requests and watches where no proxy or relay is in the way.
+ */
+export class Http1Carrier implements Carrier<Http1Response | Http1Opened> {
+  readonly #server: URL;
+  readonly #caCerts: string[];
+  readonly #pools = new Map<string, Http1Pool>();
+  /** The server URL's path prefix (e.g. a Rancher cluster proxy's), without a trailing `/`. */
+  readonly #prefix: string;
+  #closed = false;
+
+  constructor(server: string, caCerts: string[]) {
+    this.#server = new URL(server);
+    this.#caCerts = caCerts;
+    this.#prefix = this.#server.pathname.replace(/\/+$/, "");
+  }
+
+  /**
+   * Sends `request` over a pooled connection of its client certificate.
+   *
+   * @throws {TransportError} When the carrier is closed or the response cannot be read.
+   * @throws The signal's reason when `request.signal` aborted.
+   */
+  send(request: Http1CarrierRequest): Promise<Http1Response | Http1Opened> {
+    const pool = this.#pool(request.cert, request.key);
+    const req = {
+      method: request.method,
+      path: this.#prefix + request.path,
+      headers: request.headers,
+      body: request.body,
+      signal: request.signal,
+    };
+    return request.stream ? pool.open(req) : pool.request(req);
+  }
+
+  /** Resets every pool: idle and one-shot connections close, streams keep theirs. */
+  reset(): void {
+    for (const p of this.#pools.values()) p.reset();
+  }
+
+  /** Closes every pool; later requests fail. */
+  close(): void {
+    this.#closed = true;
+    for (const p of this.#pools.values()) p.close();
+    this.#pools.clear();
+  }
+
+  #pool(cert: string | undefined, key: string | undefined): Http1Pool {
+    if (this.#closed) throw new TransportError("Cannot send a request: the client is closed");
+    const id = cert && key ? `${cert}\0${key}` : "";
+    let pool = this.#pools.get(id);
+    if (!pool) {
+      const url = this.#server;
+      pool = new Http1Pool({
+        hostname: url.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(url.port || 443),
+        caCerts: this.#caCerts,
+        ...(cert && key ? { cert, key } : {}),
+      }, url.host);
+      this.#pools.set(id, pool);
+    }
+    return pool;
   }
 }

@@ -15,6 +15,7 @@
 // fetch speaks plain HTTP/1.1 over a Unix socket in a private (0700) temporary folder, and the
 // relay copies each connection into a `node:tls` connection to the server (through the proxy
 // when there is one), presenting the client certificate of its transport client.
+import { TransportError } from "./transport_error.ts";
 
 /** A running relay; `close()` stops listening and ends open tunnels. */
 export interface SniRelay {
@@ -111,7 +112,7 @@ export async function startInsecureRelay(target: InsecureTarget): Promise<Insecu
       const head = await readHead(socket);
       if (!/^HTTP\/1\.[01] 200/.test(head)) {
         socket.destroy();
-        throw new Error(`proxy refused CONNECT: ${head.split("\r\n")[0]}`);
+        throw new TransportError(`proxy refused CONNECT: ${head.split("\r\n")[0]}`);
       }
     }
     const conn = tls.connect({
@@ -211,7 +212,7 @@ function readHead(socket: import("node:net").Socket): Promise<string> {
     };
     socket.on("data", onData).once("error", reject).once(
       "close",
-      () => reject(new Error("proxy closed the connection")),
+      () => reject(new TransportError("proxy closed the connection")),
     );
   });
 }
@@ -268,12 +269,12 @@ async function throughProxy(hostname: string, port: number, proxy: URL): Promise
     let head = "";
     while (!head.endsWith("\r\n\r\n")) {
       if (head.length > 16384 || (await conn.read(one)) === null) {
-        throw new Error("proxy closed the connection");
+        throw new TransportError("proxy closed the connection");
       }
       head += String.fromCharCode(one[0]);
     }
     if (!/^HTTP\/1\.[01] 200/.test(head)) {
-      throw new Error(`proxy refused CONNECT: ${head.split("\r\n")[0]}`);
+      throw new TransportError(`proxy refused CONNECT: ${head.split("\r\n")[0]}`);
     }
     return conn;
   } catch (e) {

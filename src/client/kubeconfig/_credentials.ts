@@ -10,11 +10,12 @@
 //
 // Each request asks for credentials; the common case returns the same object without a
 // system call.
-import type { Clock } from "../util/clock.ts";
-import { firstLine } from "../util/cli_io.ts";
+import type { Clock } from "../../util/clock.ts";
+import { firstLine } from "../../util/cli_io.ts";
 import { type ExecCredential, runExecPlugin } from "./_exec_plugin.ts";
 import { authProviderCredentials } from "./_auth_provider.ts";
 import type { KubeCluster, KubeUser } from "./_kubeconfig_file.ts";
+import { CredentialsError } from "./kubeconfig_error.ts";
 
 /** Credentials for one request. Tokens may change between calls; fetch them per request. */
 export interface Credentials {
@@ -85,7 +86,9 @@ class FileValue {
     try {
       this.#value = this.#check(Deno.readTextFileSync(this.#path));
     } catch (e) {
-      throw new Error(`cannot read ${this.#what} "${this.#path}": ${firstLine(e)}`, { cause: e });
+      throw new CredentialsError(`cannot read ${this.#what} "${this.#path}": ${firstLine(e)}`, {
+        cause: e,
+      });
     }
     this.#readAt = this.#clock.now();
     return this.#value;
@@ -97,7 +100,7 @@ class FileValue {
     } catch (e) {
       // Like client-go: keep using the last good value when a rotation is half-written.
       if (this.#value === undefined) {
-        throw new Error(`cannot read ${this.#what} "${this.#path}": ${firstLine(e)}`);
+        throw new CredentialsError(`cannot read ${this.#what} "${this.#path}": ${firstLine(e)}`);
       }
     }
     this.#readAt = this.#clock.now();
@@ -106,7 +109,7 @@ class FileValue {
 
   #check(text: string): string {
     const v = this.#trim ? text.trim() : text;
-    if (!v) throw new Error("it is empty");
+    if (!v) throw new CredentialsError("it is empty");
     return v;
   }
 }
@@ -201,9 +204,11 @@ export async function credentialSource(
     ? new FileValue(user.tokenFile, "tokenFile", ctx.clock, true)
     : undefined;
   for (const f of [certFile, keyFile, tokenFile]) f?.readNow();
-  if (cert && !key && !keyFile) throw new Error("client-certificate is set but client-key is not");
+  if (cert && !key && !keyFile) {
+    throw new CredentialsError("client-certificate is set but client-key is not");
+  }
   if (!cert && !certFile && (key || keyFile)) {
-    throw new Error("client-key is set but client-certificate is not");
+    throw new CredentialsError("client-key is set but client-certificate is not");
   }
 
   const exec = user.exec
@@ -276,7 +281,7 @@ function impersonation(user: KubeUser): [string, string][] | undefined {
   const extra = Object.entries(user["as-user-extra"] ?? {});
   if (groups.length === 0 && extra.length === 0) return undefined;
   if (!user.as) {
-    throw new Error(
+    throw new CredentialsError(
       "as-groups or as-user-extra is set without as (impersonating groups or extra fields " +
         "needs a user to impersonate); set as, or remove them",
     );
@@ -309,6 +314,6 @@ function decodeData(data: string | undefined, field: string): string | undefined
       Uint8Array.from(atob(data.replace(/\s+/g, "")), (ch) => ch.charCodeAt(0)),
     );
   } catch {
-    throw new Error(`${field} is not valid base64`);
+    throw new CredentialsError(`${field} is not valid base64`);
   }
 }

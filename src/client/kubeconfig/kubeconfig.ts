@@ -11,11 +11,12 @@
  *
  * @module
  */
-import { firstLine } from "../util/cli_io.ts";
-import { type Clock, realClock } from "../util/clock.ts";
+import { firstLine } from "../../util/cli_io.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
 import { type Credentials, credentialSource } from "./_credentials.ts";
 import { execConfigProblem } from "./_exec_plugin.ts";
-import { findKubeconfig, KubeconfigProblem } from "./_kubeconfig_file.ts";
+import { findKubeconfig } from "./_kubeconfig_file.ts";
+import { KubeconfigError } from "./kubeconfig_error.ts";
 
 export type { Credentials };
 
@@ -88,37 +89,6 @@ export interface ClusterAccess {
 }
 
 /**
- * A kubeconfig could not be found, read or understood, or its credentials could not be
- * obtained. The message is one line naming the file and the problem.
- *
- * @example The message names the file
- * ```ts
- * import { KubeconfigError } from "./kubeconfig.ts";
- * const err = new KubeconfigError("/tmp/kc.yaml", "context \"dev\" does not exist");
- * if (err.message !== 'Cannot load kubeconfig "/tmp/kc.yaml": context "dev" does not exist') {
- *   throw new Error(err.message);
- * }
- * ```
- */
-export class KubeconfigError extends Error {
-  /** The kubeconfig's path, or `in-cluster`. */
-  readonly path: string;
-
-  /**
-   * Creates the error; the message is `Cannot load kubeconfig "<path>": <problem>`.
-   *
-   * @param path The kubeconfig's path, or `in-cluster`.
-   * @param problem What is wrong, one line.
-   * @param options The standard `cause`.
-   */
-  constructor(path: string, problem: string, options?: ErrorOptions) {
-    super(`Cannot load kubeconfig "${path}": ${problem}`, options);
-    this.name = "KubeconfigError";
-    this.path = path;
-  }
-}
-
-/**
  * Finds and reads a kubeconfig and resolves one context into a {@link ClusterAccess}.
  *
  * Lookup order: `options.kubeconfig`; the files listed in `KUBECONFIG` (merged, the first one
@@ -157,15 +127,7 @@ export class KubeconfigError extends Error {
  * ```
  */
 export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<ClusterAccess> {
-  let data;
-  try {
-    data = await findKubeconfig(options.kubeconfig);
-  } catch (e) {
-    if (e instanceof KubeconfigProblem) {
-      throw new KubeconfigError(e.path, e.problem, { cause: e.cause });
-    }
-    throw e;
-  }
+  const data = await findKubeconfig(options.kubeconfig);
   const source = data.source;
   const fail = (problem: string, cause?: unknown): never => {
     throw new KubeconfigError(source, problem, cause === undefined ? undefined : { cause });
