@@ -10,6 +10,7 @@
 import { ApiError, ConnectionError, isCertificateRejected } from "../client/errors/api_error.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { getLogger } from "../util/log.ts";
+import { KubenoError } from "../util/error.ts";
 
 const log = getLogger(["kubeno", "operator", "startup"]);
 
@@ -18,7 +19,7 @@ const log = getLogger(["kubeno", "operator", "startup"]);
  * the last failure, whose hint (e.g. "check that the cluster is running") `describeError`
  * appends.
  */
-export class ApiServerUnavailableError extends Error {
+export class ApiServerUnavailableError extends KubenoError {
   /**
    * @param message The one-line message.
    * @param options `cause`: the last failure.

@@ -17,6 +17,7 @@ import type { RunSettings } from "./_run_settings.ts";
 import { cacheSyncDeadline, startupSetting } from "./_startup.ts";
 import type { OperatorWebhook } from "../webhook/manifests.ts";
 import {
+  HealthCheckError,
   HealthChecks,
   informersSynced,
   serveProbes,
@@ -95,7 +96,9 @@ export function runRunnables(p: RunParts): Runnable[] {
         });
         const serving = webhooks;
         p.probes.addReadyz("webhook", () => {
-          if (serving.server.port <= 0) throw new Error("Webhook server is not listening");
+          if (serving.server.port <= 0) {
+            throw new HealthCheckError("Webhook server is not listening");
+          }
         });
         log.info("Serving admission webhooks at https://{host}:{port} ({mode})", {
           host: local ? "127.0.0.1" : "[::]",
@@ -234,8 +237,8 @@ export function operatorProbes(options: OperatorProbeOptions): HealthChecks {
     )
     .addHealthz("leader-election", () => options.elector?.()?.check(LEADER_TOLERANCE_MS))
     .addReadyz("informers", (signal) => {
-      if (options.informers() === undefined) throw new Error("Manager not started");
-      if (options.stopping()) throw new Error("Manager shutting down");
+      if (options.informers() === undefined) throw new HealthCheckError("Manager not started");
+      if (options.stopping()) throw new HealthCheckError("Manager shutting down");
       return synced(signal);
     })
     .addReadyz("optional-kinds", () => {

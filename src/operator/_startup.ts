@@ -23,12 +23,13 @@ import type { Informer } from "../runtime/cache/informer.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { OperatorDefinition } from "./_command.ts";
 import { type ApiServerWait, seconds } from "./_api_server_wait.ts";
+import { KubenoError } from "../util/error.ts";
 
 /**
  * Start-up cannot go on: a kind is not installed, or the caches did not sync in time. The
  * message names the fix; `cause` is the underlying failure.
  */
-export class StartupError extends Error {
+export class StartupError extends KubenoError {
   /**
    * @param message The one-line message.
    * @param options `cause`: the underlying failure.

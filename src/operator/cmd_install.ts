@@ -41,6 +41,7 @@ import type { Resource } from "../core/resource.ts";
 import type { ClusterConfig, ClusterProvider } from "../runtime/cluster/provider.ts";
 import { clusterClient } from "../runtime/cluster/fleet.ts";
 import { firstLine } from "../util/cli_io.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** The `install` command. */
 export const installCommand: Command = {
@@ -278,7 +279,7 @@ async function getOrUndefined(
 }
 
 /** Thrown when a CRD does not become Established in time or its names are rejected. */
-export class CrdNotEstablishedError extends Error {
+export class CrdNotEstablishedError extends KubenoError {
   /**
    * @param name The CRD's name.
    * @param problem What was seen.

@@ -55,7 +55,7 @@ import { sizeHeap } from "../util/memory_limit.ts";
 import { getLogger } from "../util/log.ts";
 import { createFleet } from "../runtime/cluster/fleet.ts";
 import { clusterMetrics } from "../metrics/cluster_metrics.ts";
-import { HealthChecks, serveProbes } from "../runtime/manager/health.ts";
+import { HealthCheckError, HealthChecks, serveProbes } from "../runtime/manager/health.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -343,7 +343,7 @@ async function runFleet(ctx: CommandContext): Promise<number> {
   // Until the hub answered, `/readyz` fails on this check (and `clusters` has nothing yet).
   let hubReached = false;
   probes.addReadyz("hub", () => {
-    if (!hubReached) throw new Error(`Waiting for the hub's API server ${hub.server}`);
+    if (!hubReached) throw new HealthCheckError(`Waiting for the hub's API server ${hub.server}`);
   });
   const clustersCheck = fleet.readyzCheck();
   probes.addReadyz("clusters", clustersCheck);

@@ -42,6 +42,7 @@ import type { Predicate } from "../predicates.ts";
 import type { Controller, WatchSpec } from "../reconcile.ts";
 import type { ControllerInformers } from "./informers.ts";
 import { type Enqueue, type KeyedEvent, trackKey, type WriteGate } from "./write_gate.ts";
+import { ControllerError } from "../controller_error.ts";
 
 /**
  * Whether an event passes every predicate (none passes all).
@@ -356,7 +357,7 @@ export class Sources<T extends KubeObject> {
 
   /** Stops every source: no handler, external source or served kind queues a key after it. */
   stop(): void {
-    this.#stop.abort(new Error(`Controller "${this.#init.controller.name}" was stopped`));
+    this.#stop.abort(new ControllerError(`Controller "${this.#init.controller.name}" was stopped`));
     for (const key of [...this.#wired.keys()]) this.#unwire(key);
   }
 
