@@ -112,7 +112,7 @@ export { admission, AdmissionDenied, type AdmissionOptions } from "./src/webhook
 
 // The operator program
 export { type Operator, operator } from "./src/operator/operator.ts";
-export type { OperatorOptions } from "./src/operator/options.ts";
+export type { OperatorOptions } from "./src/operator/command/options.ts";
 
 // Talking to the API server
 export { type Client, createClient } from "./src/client/client.ts";

@@ -33,7 +33,9 @@ const RANKS: readonly (readonly string[])[] = [
   ["runtime/cluster"],
   ["metrics", "webhook"],
   ["deploy"],
-  ["operator"],
+  ["operator/command"], // what every command is built from: Command, options, the API server wait
+  ["operator/run"], // the run command: settings, runnables, start-up, heap sizing, metrics
+  ["operator"], // operator(): dispatch and the other commands
   ["testing", "tool"],
 ];
 const TEST_SUPPORT = "testing";

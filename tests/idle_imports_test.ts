@@ -128,7 +128,7 @@ Deno.test("an operator program's static import graph leaves out the webhook serv
       if (!dep.isDynamic && dep.code?.specifier) todo.push(dep.code.specifier);
     }
   }
-  assert.ok(staticGraph.has(`file://${ROOT}src/operator/cmd_run.ts`), "the graph has `run`");
+  assert.ok(staticGraph.has(`file://${ROOT}src/operator/run/cmd_run.ts`), "the graph has `run`");
   const unwanted = [...staticGraph].filter((s) =>
     /^node:(tls|net|crypto)$|@opentelemetry\/api|@logtape\/logtape|\/src\/webhook\/(server|webhooks|cert_dir|self_managed_certs)\.ts$/
       .test(s)

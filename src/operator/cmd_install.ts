@@ -24,7 +24,7 @@ import {
   objectLabel,
   type OperatorDefinition,
   operatorNamespace,
-} from "./_command.ts";
+} from "./command/command.ts";
 import { EXIT, parseDuration } from "../util/args.ts";
 import {
   CustomResourceDefinition,
@@ -35,7 +35,7 @@ import { operatorManifests } from "../deploy/manifests.ts";
 import { restoreWebhooks } from "../webhook/local_registration.ts";
 import type { CommandIo } from "../util/cli_io.ts";
 import { restoreConversions, withConversionWebhook } from "../webhook/conversion_config.ts";
-import { ApiServerWait } from "./_api_server_wait.ts";
+import { ApiServerWait } from "./command/api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import type { ClusterConfig, ClusterProvider } from "../runtime/cluster/provider.ts";

@@ -14,7 +14,7 @@ import {
   connect,
   objectLabel,
   operatorNamespace,
-} from "./_command.ts";
+} from "./command/command.ts";
 import { EXIT, parseDuration } from "../util/args.ts";
 import { installObjects, resourceOf } from "./cmd_install.ts";
 import { CustomResourceDefinition } from "../core/kinds_cluster.ts";

@@ -1,16 +1,16 @@
 // What every subcommand of an operator program gets: the operator's resolved definition, the
 // parsed flags, output streams and a way to connect. Subcommands live in `cmd_*.ts`.
-import type { CommandIo } from "../util/cli_io.ts";
-import { type Client, type ClientOptions, createClient } from "../client/client.ts";
-import type { Flags, FlagSpec } from "../util/args.ts";
-import type { PolicyRule } from "../core/kinds_cluster.ts";
-import type { KubeObject } from "../core/object.ts";
-import { groupOf } from "../core/api_version.ts";
+import type { CommandIo } from "../../util/cli_io.ts";
+import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
+import type { Flags, FlagSpec } from "../../util/args.ts";
+import type { PolicyRule } from "../../core/kinds_cluster.ts";
+import type { KubeObject } from "../../core/object.ts";
+import { groupOf } from "../../core/api_version.ts";
 import type { OperatorFleetOptions, OperatorShardingOptions } from "./options.ts";
-import type { OperatorWebhook } from "../webhook/manifests.ts";
-import type { Controller } from "../runtime/controller/reconcile.ts";
-import type { Resource } from "../core/resource.ts";
-import type { ConvertibleResource } from "../webhook/conversion.ts";
+import type { OperatorWebhook } from "../../webhook/manifests.ts";
+import type { Controller } from "../../runtime/controller/reconcile.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { ConvertibleResource } from "../../webhook/conversion.ts";
 
 /** A custom resource the operator installs: the kind and its CRD. */
 export interface InstalledResource {

@@ -7,10 +7,10 @@
 // `run` and `install` retry them with back-off until a deadline instead, as controller-runtime's
 // caches retry until `CacheSyncTimeout`. What only a person can fix (401, 403, a kind that is
 // not installed, a bad request) is not retried here: the caller decides.
-import { ApiError, ConnectionError, isCertificateRejected } from "../client/errors/api_error.ts";
-import { type Clock, realClock } from "../util/clock.ts";
-import { getLogger } from "../util/log.ts";
-import { KubenoError } from "../util/error.ts";
+import { ApiError, ConnectionError, isCertificateRejected } from "../../client/errors/api_error.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import { getLogger } from "../../util/log.ts";
+import { KubenoError } from "../../util/error.ts";
 
 const log = getLogger(["kubeno", "operator", "startup"]);
 

@@ -2,22 +2,22 @@
 // election's hooks with controller-runtime's metric names (see metrics_controller.ts), and
 // `run`'s /metrics endpoint as kubebuilder v4 scaffolds it: HTTPS behind the API server's
 // authentication and authorization by default (`--metrics-secure`), plain HTTP by flag.
-import type { Client, RequestMetric } from "../client/client.ts";
-import type { ControllerMetricsHooks } from "../runtime/controller/metrics_hooks.ts";
-import type { LeaderElectionMetrics } from "../runtime/manager/leader_election.ts";
-import { Registry, serveMetrics } from "../metrics/registry.ts";
+import type { Client, RequestMetric } from "../../client/client.ts";
+import type { ControllerMetricsHooks } from "../../runtime/controller/metrics_hooks.ts";
+import type { LeaderElectionMetrics } from "../../runtime/manager/leader_election.ts";
+import { Registry, serveMetrics } from "../../metrics/registry.ts";
 import {
   controllerMetrics,
   leaderElectionMetrics,
   restClientMetrics,
   workqueueMetrics,
-} from "../metrics/controller_metrics.ts";
-import { registerProcessMetrics } from "../metrics/process_metrics.ts";
-import { shardingMetrics, type ShardSample } from "../metrics/sharding_metrics.ts";
-import type { ShardingMetrics } from "../runtime/sharding/coordinator.ts";
-import type { Informer } from "../runtime/cache/informer.ts";
-import { type Flags, type FlagSpec, UsageError } from "../util/args.ts";
-import { type HttpEndpoint, parseBindAddress } from "../util/http_server.ts";
+} from "../../metrics/controller_metrics.ts";
+import { registerProcessMetrics } from "../../metrics/process_metrics.ts";
+import { shardingMetrics, type ShardSample } from "../../metrics/sharding_metrics.ts";
+import type { ShardingMetrics } from "../../runtime/sharding/coordinator.ts";
+import type { Informer } from "../../runtime/cache/informer.ts";
+import { type Flags, type FlagSpec, UsageError } from "../../util/args.ts";
+import { type HttpEndpoint, parseBindAddress } from "../../util/http_server.ts";
 
 /** The hooks `run` passes to the client, the manager and the leader elector. */
 export interface OperatorMetrics {

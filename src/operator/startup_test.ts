@@ -7,8 +7,8 @@ import { reconcile } from "../runtime/controller/reconcile.ts";
 import { defineResource } from "../schema/define_resource.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import { defineOperator } from "./_dispatch.ts";
-import { ApiServerUnavailableError, ApiServerWait } from "./_api_server_wait.ts";
-import { awaitApiServer, cacheSyncDeadline, StartupError } from "./_startup.ts";
+import { ApiServerUnavailableError, ApiServerWait } from "./command/api_server_wait.ts";
+import { awaitApiServer, cacheSyncDeadline, StartupError } from "./run/startup.ts";
 
 const Gadget = defineResource({
   group: "gadgets.example.com",

@@ -5,7 +5,7 @@
  * code 1; one within a second of the first is its echo (`deno task` forwards a terminal's
  * Ctrl-C, which also reaches the process directly) and is ignored, even after `run` returned.
  *
- * Start-up (see `_startup.ts`) waits out an API server that is unreachable or not ready yet,
+ * Start-up (see `startup.ts`) waits out an API server that is unreachable or not ready yet,
  * with back-off, while `/healthz` passes and `/readyz` fails, up to `--startup-timeout`
  * (which also bounds the first sync of the caches, like controller-runtime's
  * `CacheSyncTimeout`). A kind that is not installed (404), refused credentials (401) and a
@@ -30,7 +30,7 @@
  * then releases the shards and leaves.
  *
  * Memory: before anything else `run` sizes the V8 heap to the container's memory limit (see
- * `src/util/memory_limit.ts`).
+ * `heap_sizing.ts`).
  *
  * Watch scope: `--watch-namespace a,b`, else the `WATCH_NAMESPACE` environment variable, else
  * all namespaces. `POD_NAMESPACE` (set by the generated Deployment) is the operator's own
@@ -39,23 +39,28 @@
  *
  * @module
  */
-import { EXIT } from "../util/args.ts";
+import { EXIT } from "../../util/args.ts";
 import { fleetOperatorMetrics, operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
 import { operatorProbes } from "./_run_runnables.ts";
-import { type Command, type CommandContext, connect, operatorNamespace } from "./_command.ts";
-import { createManager, LeadershipLostError, type Manager } from "../runtime/manager/manager.ts";
-import { ApiServerWait } from "./_api_server_wait.ts";
-import { awaitApiServer, startupSetting } from "./_startup.ts";
-import { firstLine } from "../util/cli_io.ts";
-import { ConnectionError } from "../client/errors/api_error.ts";
-import { runPlace } from "./_run_settings.ts";
-import { RUN_FLAGS, runSettings } from "./_run_settings.ts";
+import {
+  type Command,
+  type CommandContext,
+  connect,
+  operatorNamespace,
+} from "../command/command.ts";
+import { createManager, LeadershipLostError, type Manager } from "../../runtime/manager/manager.ts";
+import { ApiServerWait } from "../command/api_server_wait.ts";
+import { awaitApiServer, startupSetting } from "./startup.ts";
+import { firstLine } from "../../util/cli_io.ts";
+import { ConnectionError } from "../../client/errors/api_error.ts";
+import { runPlace } from "./run_settings.ts";
+import { RUN_FLAGS, runSettings } from "./run_settings.ts";
 import { runRunnables } from "./_run_runnables.ts";
-import { sizeHeap } from "../util/memory_limit.ts";
-import { getLogger } from "../util/log.ts";
-import { createFleet } from "../runtime/cluster/fleet.ts";
-import { clusterMetrics } from "../metrics/cluster_metrics.ts";
-import { HealthCheckError, HealthChecks, serveProbes } from "../runtime/manager/health.ts";
+import { sizeHeap } from "./heap_sizing.ts";
+import { getLogger } from "../../util/log.ts";
+import { createFleet } from "../../runtime/cluster/fleet.ts";
+import { clusterMetrics } from "../../metrics/cluster_metrics.ts";
+import { HealthCheckError, HealthChecks, serveProbes } from "../../runtime/manager/health.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -137,12 +142,12 @@ in the operator's namespace: each member is engaged by one replica at a time, an
     // Local configuration first: a certificate directory that cannot be read fails at once,
     // not after waiting the whole start-up timeout for an API server that may be away.
     if (settings.webhook?.certPath) {
-      const { readCertificateDir } = await import("../webhook/cert_dir.ts");
+      const { readCertificateDir } = await import("../../webhook/cert_dir.ts");
       await readCertificateDir(settings.webhook.certPath);
     }
     const metrics = operatorMetrics({ shards: settings.sharding?.shards });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
-    // Outside a cluster nothing may depend on the operator's namespace: see _run_settings.ts.
+    // Outside a cluster nothing may depend on the operator's namespace: see run_settings.ts.
     const place = runPlace(ctx, client, settings);
     using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
     const le = settings.leaderElection;

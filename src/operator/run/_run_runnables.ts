@@ -4,28 +4,28 @@
 // starts and stops them in order, and a failure reaches it through `fail`.
 //
 // The probes' checks are below.
-import type { Client } from "../client/client.ts";
-import type { Manager } from "../runtime/manager/manager.ts";
-import type { Runnable } from "../runtime/manager/runnable.ts";
-import { getLogger } from "../util/log.ts";
-import type { Admission } from "../webhook/admission.ts";
-import type { RunningWebhooks } from "../webhook/webhooks.ts";
-import type { CommandContext } from "./_command.ts";
-import { describeLocalRun, type RunPlace } from "./_run_settings.ts";
+import type { Client } from "../../client/client.ts";
+import type { Manager } from "../../runtime/manager/manager.ts";
+import type { Runnable } from "../../runtime/manager/runnable.ts";
+import { getLogger } from "../../util/log.ts";
+import type { Admission } from "../../webhook/admission.ts";
+import type { RunningWebhooks } from "../../webhook/webhooks.ts";
+import type { CommandContext } from "../command/command.ts";
+import { describeLocalRun, type RunPlace } from "./run_settings.ts";
 import { type OperatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
-import type { RunSettings } from "./_run_settings.ts";
-import { cacheSyncDeadline, startupSetting } from "./_startup.ts";
-import type { OperatorWebhook } from "../webhook/manifests.ts";
+import type { RunSettings } from "./run_settings.ts";
+import { cacheSyncDeadline, startupSetting } from "./startup.ts";
+import type { OperatorWebhook } from "../../webhook/manifests.ts";
 import {
   HealthCheckError,
   HealthChecks,
   informersSynced,
   serveProbes,
   watchesNotStalled,
-} from "../runtime/manager/health.ts";
-import type { Informer } from "../runtime/cache/informer.ts";
-import type { LeaderElector } from "../runtime/manager/leader_election.ts";
-import type { ShardCoordinator } from "../runtime/sharding/coordinator.ts";
+} from "../../runtime/manager/health.ts";
+import type { Informer } from "../../runtime/cache/informer.ts";
+import type { LeaderElector } from "../../runtime/manager/leader_election.ts";
+import type { ShardCoordinator } from "../../runtime/sharding/coordinator.ts";
 
 const log = getLogger(["kubeno", "operator"]);
 
@@ -83,7 +83,7 @@ export function runRunnables(p: RunParts): Runnable[] {
         const local = p.place.local;
         // Loaded here: the server's node:tls, node:net and node:crypto cost an operator
         // without webhooks about 2.5 MiB and some milliseconds at start (issue 29).
-        const { serveWebhooks } = await import("../webhook/webhooks.ts");
+        const { serveWebhooks } = await import("../../webhook/webhooks.ts");
         webhooks = await serveWebhooks(p.client, p.ctx.def.webhooks.filter(isAdmission), {
           name: p.ctx.def.name,
           namespace: p.place.namespace,

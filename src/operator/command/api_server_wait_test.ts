@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { ApiError, ConnectionError } from "../client/errors/api_error.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { ApiError, ConnectionError } from "../../client/errors/api_error.ts";
+import { FakeClock } from "../../testing/fake_clock.ts";
 import {
   ApiServerUnavailableError,
   ApiServerWait,
   isUnavailable,
   seconds,
-} from "./_api_server_wait.ts";
+} from "./api_server_wait.ts";
 
 const target = { verb: "list", kind: "Widget", apiVersion: "example.com/v1", plural: "widgets" };
 const refused = () =>

@@ -16,14 +16,14 @@
 //    do); if they have not all synced when the same start-up deadline passes, start-up fails
 //    with one line naming what did not sync and why, like controller-runtime's
 //    `CacheSyncTimeout`.
-import { ApiError, ConnectionError, isNotFound } from "../client/errors/api_error.ts";
-import type { Client } from "../client/client.ts";
-import type { Resource } from "../core/resource.ts";
-import type { Informer } from "../runtime/cache/informer.ts";
-import { type Clock, realClock } from "../util/clock.ts";
-import type { OperatorDefinition } from "./_command.ts";
-import { type ApiServerWait, seconds } from "./_api_server_wait.ts";
-import { KubenoError } from "../util/error.ts";
+import { ApiError, ConnectionError, isNotFound } from "../../client/errors/api_error.ts";
+import type { Client } from "../../client/client.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { Informer } from "../../runtime/cache/informer.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import type { OperatorDefinition } from "../command/command.ts";
+import { type ApiServerWait, seconds } from "../command/api_server_wait.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /**
  * Start-up cannot go on: a kind is not installed, or the caches did not sync in time. The

@@ -6,12 +6,12 @@
  *
  * @module
  */
-import type { PolicyRule } from "../core/kinds_cluster.ts";
-import type { Controller } from "../runtime/controller/reconcile.ts";
-import type { Resource } from "../core/resource.ts";
-import type { ShardingOptions } from "../runtime/sharding/coordinator.ts";
-import type { OperatorWebhook } from "../webhook/manifests.ts";
-import type { ClusterProvider } from "../runtime/cluster/provider.ts";
+import type { PolicyRule } from "../../core/kinds_cluster.ts";
+import type { Controller } from "../../runtime/controller/reconcile.ts";
+import type { Resource } from "../../core/resource.ts";
+import type { ShardingOptions } from "../../runtime/sharding/coordinator.ts";
+import type { OperatorWebhook } from "../../webhook/manifests.ts";
+import type { ClusterProvider } from "../../runtime/cluster/provider.ts";
 
 /**
  * A fleet: the controllers run on every member cluster a provider names, from a hub (the

@@ -2,21 +2,27 @@
 // environment: every check of a flag's value happens here, before anything connects.
 //
 // Where a run runs (in a cluster or not) is below.
-import { type Flags, type FlagSpec, parseDuration, parseList, UsageError } from "../util/args.ts";
-import { parseBindAddress } from "../util/http_server.ts";
-import { isDnsLabel } from "../util/names.ts";
-import { DEFAULT_SHARDS, type ShardingOptions } from "../runtime/sharding/coordinator.ts";
+import {
+  type Flags,
+  type FlagSpec,
+  parseDuration,
+  parseList,
+  UsageError,
+} from "../../util/args.ts";
+import { parseBindAddress } from "../../util/http_server.ts";
+import { isDnsLabel } from "../../util/names.ts";
+import { DEFAULT_SHARDS, type ShardingOptions } from "../../runtime/sharding/coordinator.ts";
 import { METRICS_FLAGS, type MetricsSettings, metricsSettings } from "./_metrics.ts";
-import { GRACEFUL_SHUTDOWN_MS } from "../deploy/manifests.ts";
-import { parseMemoryQuantity } from "../util/memory_limit.ts";
-import type { Client } from "../client/client.ts";
+import { GRACEFUL_SHUTDOWN_MS } from "../../deploy/manifests.ts";
+import { parseMemoryQuantity } from "../../util/memory_limit.ts";
+import type { Client } from "../../client/client.ts";
 import {
   type CommandContext,
   env,
   type OperatorDefinition,
   operatorNamespace,
-} from "./_command.ts";
-import type { RunningWebhooks } from "../webhook/webhooks.ts";
+} from "../command/command.ts";
+import type { RunningWebhooks } from "../../webhook/webhooks.ts";
 
 /** The flags of `run`. */
 export const RUN_FLAGS: readonly FlagSpec[] = [
