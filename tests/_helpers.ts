@@ -2,6 +2,10 @@
 // deadlines; never sleep a fixed time to let things settle.
 import https from "node:https";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
+import {
+  defaultControllerRateLimiter,
+  type RateLimiter,
+} from "../src/runtime/queue/rate_limiter.ts";
 
 /** Options of {@linkcode waitFor}. */
 export interface WaitForOptions {
@@ -284,5 +288,19 @@ export function startExample(
       await pump.catch(() => {});
       return status;
     },
+  };
+}
+
+/** A rate limiter that records each delay it hands out, per key. */
+export function recordingLimiter(whens: Map<string, number[]>): RateLimiter<string> {
+  const inner = defaultControllerRateLimiter<string>();
+  return {
+    when(key) {
+      const ms = inner.when(key);
+      whens.set(key, [...(whens.get(key) ?? []), ms]);
+      return ms;
+    },
+    forget: (key) => inner.forget(key),
+    numRequeues: (key) => inner.numRequeues(key),
   };
 }

@@ -2,7 +2,7 @@
 // (issue 29, idle memory). A child Deno loads the controller machinery (client, manager,
 // reconcile, kinds, a defined resource) with an import map that routes each optional library
 // through a marker module, then reports which markers ran. Each library costs RSS and
-// start-up time (notes/issue-29-idle.md): @opentelemetry/api ~0.7 MiB and 15-20 ms; LogTape,
+// start-up time (measured): @opentelemetry/api ~0.7 MiB and 15-20 ms; LogTape,
 // with the Node.js `util` module its formatters import, ~6 MiB and 30 ms.
 import assert from "node:assert/strict";
 

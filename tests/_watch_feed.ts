@@ -1,10 +1,11 @@
-// Test support for the watch stream's unit tests: a stand-in WatchClient whose list and
-// watch requests answer what the test scripts, and which records what it was asked.
-import { ApiError } from "../../client/errors/api_error.ts";
-import type { ObjectList, RawWatchEvent } from "../../client/types.ts";
-import type { KubeObject } from "../../core/object.ts";
-import { resource } from "../../core/resource.ts";
-import type { WatchClient } from "./types.ts";
+// Test support for the watch stream's unit tests (src/runtime/watch/): a stand-in
+// WatchClient whose list and watch requests answer what the test scripts, and which records
+// what it was asked. It sits in tests/ so that it does not ship.
+import { ApiError } from "../src/client/errors/api_error.ts";
+import type { ObjectList, RawWatchEvent } from "../src/client/types.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { resource } from "../src/core/resource.ts";
+import type { WatchClient } from "../src/runtime/watch/types.ts";
 
 export const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
 export type CM = KubeObject;
