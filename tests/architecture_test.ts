@@ -47,6 +47,7 @@ const ENTRY_POINTS = [
   "mod.ts",
   "core.ts",
   "schema.ts",
+  "schema/builtin.ts",
   "client.ts",
   "runtime.ts",
   "runtime/watch.ts",
