@@ -134,6 +134,43 @@ Deno.test("src/ has a folder per concept, each ranked", () => {
   }
 });
 
+/** Every folder under src/ (relative to it), also those holding only folders. */
+async function foldersOf(dir: string, base = ""): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.isDirectory) continue;
+    const rel = base ? `${base}/${e.name}` : e.name;
+    out.push(rel, ...await foldersOf(join(dir, e.name), rel));
+  }
+  return out;
+}
+
+/** The first paragraph of a README: the text after its `#` title up to the first blank line. */
+function firstParagraph(markdown: string): string {
+  const body = markdown.replace(/^#[^\n]*\n/, "").trimStart();
+  return body.split(/\n\s*\n/)[0].trim();
+}
+
+Deno.test("every folder of src/ says its one concept: a README.md whose first paragraph names it", async () => {
+  // The generated API folders (core/api/<group>) carry a module doc in each file instead.
+  const missing: string[] = [];
+  for (const folder of (await foldersOf(SRC)).sort()) {
+    if (GENERATED.test(folder)) continue;
+    let text: string;
+    try {
+      text = await Deno.readTextFile(join(SRC, folder, "README.md"));
+    } catch {
+      missing.push(`src/${folder} has no README.md: write one paragraph saying its one concept`);
+      continue;
+    }
+    const paragraph = firstParagraph(text);
+    if (paragraph.length < 40) {
+      missing.push(`src/${folder}/README.md: its first paragraph must say the folder's concept`);
+    }
+  }
+  assert.deepEqual(missing, [], missing.join("\n"));
+});
+
 Deno.test("no import cycle between the modules of src/", () => {
   const graph = new Map(
     sources.map((m) => [m.path, m.imports.filter((i) => i.startsWith("src/"))]),
