@@ -304,3 +304,17 @@ export function recordingLimiter(whens: Map<string, number[]>): RateLimiter<stri
     numRequeues: (key) => inner.numRequeues(key),
   };
 }
+
+/**
+ * Watches of `resource` (a plural, e.g. `secrets`) open in kube-apiserver, by its own gauge
+ * `apiserver_longrunning_requests`.
+ */
+export async function serverWatches(cp: AdminRequests, resource: string): Promise<number> {
+  const { body } = await cp.request("GET", "/metrics");
+  return String(body).split("\n")
+    .filter((l) =>
+      l.startsWith("apiserver_longrunning_requests{") && l.includes(`resource="${resource}"`) &&
+      l.includes('verb="WATCH"')
+    )
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
