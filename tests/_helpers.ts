@@ -157,6 +157,11 @@ export function recordingClient(
  */
 export async function denortAvailable(): Promise<boolean> {
   if (Deno.env.get("DENORT_BIN")) return true;
+  return await denortDownloadable();
+}
+
+/** Whether denort can be downloaded, which is what a compile without DENORT_BIN needs. */
+export async function denortDownloadable(): Promise<boolean> {
   try {
     const res = await fetch("https://dl.deno.land/", { signal: AbortSignal.timeout(3_000) });
     await res.body?.cancel();
@@ -317,4 +322,22 @@ export async function serverWatches(cp: AdminRequests, resource: string): Promis
       l.includes('verb="WATCH"')
     )
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+/** The widget operator fixture the CLI tests run (`tests/fixtures/widget_operator.ts`). */
+export const WIDGET_OPERATOR = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+
+/**
+ * The widget operator fixture with `args`, outside any cluster: no kubeconfig, no namespace
+ * from the environment, no colours; stdout and stderr piped.
+ */
+export function widgetOperatorCommand(args: string[], signal?: AbortSignal): Deno.Command {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", WIDGET_OPERATOR, ...args],
+    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal,
+  });
 }

@@ -4,9 +4,8 @@
 // operator running as its generated ServiceAccount with only the generated RBAC.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { httpsGet, serviceAccountToken, waitFor } from "./_helpers.ts";
+import { httpsGet, serviceAccountToken, waitFor, widgetOperatorCommand } from "./_helpers.ts";
 
-const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
 const NS = "widget-system";
 const SA = "widget-operator";
@@ -17,15 +16,7 @@ interface Run {
   stderr: string;
 }
 
-function command(args: string[]): Deno.Command {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", FIXTURE, ...args],
-    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  });
-}
+const command = (args: string[]) => widgetOperatorCommand(args);
 
 async function op(...args: string[]): Promise<Run> {
   const out = await command(args).output();
