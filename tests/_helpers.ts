@@ -341,3 +341,15 @@ export function widgetOperatorCommand(args: string[], signal?: AbortSignal): Den
     signal,
   });
 }
+
+/** `run`'s flags that turn off the servers a test does not read: metrics, probes and webhooks. */
+export const NO_SERVERS: readonly string[] = [
+  "--metrics-bind-address=0",
+  "--health-probe-bind-address=0",
+  "--webhook-port=0",
+];
+
+/** The argv of `deno run -A --quiet <program> run <flags>`: an operator's `run` command. */
+export function runArgv(program: string, flags: readonly string[]): string[] {
+  return ["run", "-A", "--quiet", program, "run", ...flags];
+}
