@@ -353,3 +353,11 @@ export const NO_SERVERS: readonly string[] = [
 export function runArgv(program: string, flags: readonly string[]): string[] {
   return ["run", "-A", "--quiet", program, "run", ...flags];
 }
+
+/** A finished command's exit code and its output as text. */
+export function decodeOutput(
+  out: Deno.CommandOutput,
+): { code: number; stdout: string; stderr: string } {
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}

@@ -12,7 +12,7 @@ import { resource } from "../src/core/resource.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { type Clock, realClock } from "../src/util/clock.ts";
 import { toYaml } from "../src/util/yaml.ts";
-import { waitFor } from "./_helpers.ts";
+import { decodeOutput, waitFor } from "./_helpers.ts";
 import { operatorPermissions } from "../src/tool/compile.ts";
 
 const WHOAMI = new URL("./fixtures/whoami.ts", import.meta.url).pathname;
@@ -225,8 +225,7 @@ printf '"status":{"token":"${STATIC_TOKEN}"}}'
           stdout: "piped",
           stderr: "piped",
         }).output();
-        const dec = new TextDecoder();
-        return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+        return decodeOutput(out);
       };
       const granted = await whoamiAs([script]);
       assert.equal(granted.code, 0, granted.stderr);

@@ -4,7 +4,13 @@
 // operator running as its generated ServiceAccount with only the generated RBAC.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { httpsGet, serviceAccountToken, waitFor, widgetOperatorCommand } from "./_helpers.ts";
+import {
+  decodeOutput,
+  httpsGet,
+  serviceAccountToken,
+  waitFor,
+  widgetOperatorCommand,
+} from "./_helpers.ts";
 
 const CRD = "widgets.widgets.kubeno.dev";
 const NS = "widget-system";
@@ -20,8 +26,7 @@ const command = (args: string[]) => widgetOperatorCommand(args);
 
 async function op(...args: string[]): Promise<Run> {
   const out = await command(args).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** No Node warnings and no stack frames on stderr. */

@@ -6,7 +6,7 @@
 // SIGTERM after 60 s: had it waited instead, it would exit 0 then and fail the test.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { waitFor, widgetOperatorCommand } from "./_helpers.ts";
+import { decodeOutput, waitFor, widgetOperatorCommand } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 
 const CRD = "widgets.widgets.kubeno.dev";
@@ -20,8 +20,7 @@ const command = widgetOperatorCommand;
 /** Runs the program to its end; SIGTERM after 60 s. */
 async function op(...args: string[]) {
   const out = await command(args, AbortSignal.timeout(60_000)).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** A running program whose stderr lines are collected as they come. */
