@@ -57,14 +57,16 @@ export {
   type Status,
   type StatusCause,
   type StatusDetails,
-} from "./src/client/api_error.ts";
+} from "./src/client/errors/api_error.ts";
 export {
   type ClusterAccess,
   type Credentials,
-  KubeconfigError,
   type KubeconfigOptions,
   loadKubeconfig,
-} from "./src/client/kubeconfig.ts";
+} from "./src/client/kubeconfig/kubeconfig.ts";
+export { CredentialsError, KubeconfigError } from "./src/client/kubeconfig/kubeconfig_error.ts";
+export { TransportError } from "./src/client/transport/transport_error.ts";
+export { KubenoError } from "./src/util/error.ts";
 export {
   EXEC_PROTOCOLS,
   type ExecOptions,

@@ -112,10 +112,13 @@ export { admission, AdmissionDenied, type AdmissionOptions } from "./src/webhook
 
 // The operator program
 export { type Operator, operator } from "./src/operator/operator.ts";
-export type { OperatorOptions } from "./src/operator/options.ts";
+export type { OperatorOptions } from "./src/operator/command/options.ts";
 
 // Talking to the API server
 export { type Client, createClient } from "./src/client/client.ts";
 export type { ApplyObject } from "./src/client/types.ts";
-export { ApiError, isConflict, isNotFound } from "./src/client/api_error.ts";
+export { ApiError, isConflict, isNotFound } from "./src/client/errors/api_error.ts";
 export { fromYaml, toYaml } from "./src/util/yaml.ts";
+
+// Errors: every error kubeno throws on purpose extends KubenoError
+export { KubenoError } from "./src/util/error.ts";

@@ -25,7 +25,7 @@ export type {
   OperatorFleetOptions,
   OperatorOptions,
   OperatorShardingOptions,
-} from "./src/operator/options.ts";
+} from "./src/operator/command/options.ts";
 export type { OperatorWebhook, WebhookManifestContext } from "./src/webhook/manifests.ts";
 export {
   type OperatorManifests,

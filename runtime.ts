@@ -32,6 +32,7 @@
  * @module
  */
 export { type Clock, realClock, type TimerId } from "./src/util/clock.ts";
+export { KubenoError } from "./src/util/error.ts";
 export {
   configureLogging,
   getLogger,

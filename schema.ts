@@ -2,7 +2,8 @@
  * Custom resources from zod schemas: `defineResource`, the zod → structural OpenAPI v3
  * conversion behind it, the markers that map to Kubernetes schema extensions (`listMap`,
  * `listType`, `mapType`, `intOrString`, `embeddedResource`, `cel`), the schema of
- * `metav1.Condition` for `status.conditions`, and the CRD it builds.
+ * `metav1.Condition` for `status.conditions`, and the CRD it builds. The zod schemas of
+ * built-in types (`builtinSchema`) are their own entry, `@kubeno/kubeno/schema/builtin`.
  *
  * @example The structural schema of a spec
  * ```ts
@@ -46,12 +47,6 @@ export {
   toStructuralSchema,
 } from "./src/schema/schema.ts";
 export { type ConditionSchema, conditionSchema, conditionsSchema } from "./src/schema/condition.ts";
-export {
-  builtinSchema,
-  type BuiltinSchemaOptions,
-  type BuiltinTypeName,
-  type BuiltinTypes,
-} from "./src/schema/builtin.ts";
 export {
   z,
   type ZodArray,

@@ -36,6 +36,7 @@ export {
   startControlPlane,
   type StaticToken,
 } from "./src/testing/control_plane.ts";
+export { ProcessError } from "./src/testing/process.ts";
 export { type AssetName, AssetsError, KUBERNETES_VERSION } from "./src/testing/assets.ts";
 export { FakeClock } from "./src/testing/fake_clock.ts";
 export { type Clock, type TimerId } from "./src/util/clock.ts";

@@ -113,6 +113,7 @@ export {
   selfManagedCertificates,
   type SelfManagedCertificatesOptions,
   type WebhookCertificate,
+  WebhookCertificatesError,
 } from "./src/webhook/self_managed_certs.ts";
 export {
   type CertificateDir,

@@ -31,7 +31,7 @@ import {
   z,
 } from "../mod.ts";
 import { isAlreadyExists } from "../client.ts";
-import { builtinSchema } from "../schema.ts";
+import { builtinSchema } from "../schema/builtin.ts";
 import { objectKey } from "../core.ts";
 
 /** The annotation each Job carries: the time it was scheduled for (RFC 3339). */

@@ -47,6 +47,7 @@ export {
   watchesFrom,
   type WatchSpec,
 } from "../src/runtime/controller/reconcile.ts";
+export { ControllerError } from "../src/runtime/controller/controller_error.ts";
 export type { ApplyObject } from "../src/client/types.ts";
 export {
   type CachedKind,

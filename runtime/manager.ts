@@ -48,6 +48,7 @@ export {
 export type { Runnable, RunnableContext, RunnableGroup } from "../src/runtime/manager/runnable.ts";
 export {
   type LeaderElectionEnd,
+  LeaderElectionError,
   type LeaderElectionMetrics,
   LeaderElector,
   leaderElector,
@@ -57,6 +58,7 @@ export {
 export {
   type CheckResult,
   type HealthCheck,
+  HealthCheckError,
   HealthChecks,
   type HttpEndpoint,
   informersSynced,

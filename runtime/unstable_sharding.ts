@@ -34,6 +34,7 @@ export {
   type ShardingMetrics,
   type ShardingOptions,
 } from "../src/runtime/sharding/coordinator.ts";
+export { ShardingError } from "../src/runtime/sharding/sharding_error.ts";
 export { type ShardKey, shardOf, shardSelector } from "../src/runtime/sharding/hash_range.ts";
 export type { ShardFilter } from "../src/runtime/cache/shard_filter.ts";
 export type { ManagerSharding, ShardStat } from "../src/runtime/manager/manager.ts";

@@ -24,7 +24,12 @@
 // than 100 replicas, and an API server audit log to check that two leaders never wrote in
 // the same window.
 import { type Client, createClient } from "../src/client/client.ts";
-import { ApiError, ConnectionError, isAlreadyExists, isNotFound } from "../src/client/api_error.ts";
+import {
+  ApiError,
+  ConnectionError,
+  isAlreadyExists,
+  isNotFound,
+} from "../src/client/errors/api_error.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";

@@ -18,7 +18,7 @@
 //   leaders never wrote in the same window.
 import { X509Certificate } from "node:crypto";
 import type { Client } from "../src/client/client.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { Namespace } from "../src/core/kinds.ts";
 import { Deployment } from "../src/core/kinds_workloads.ts";
 import { createCa, issueCert, type IssuedCert } from "../src/util/x509.ts";

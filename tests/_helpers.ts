@@ -2,6 +2,10 @@
 // deadlines; never sleep a fixed time to let things settle.
 import https from "node:https";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
+import {
+  defaultControllerRateLimiter,
+  type RateLimiter,
+} from "../src/runtime/queue/rate_limiter.ts";
 
 /** Options of {@linkcode waitFor}. */
 export interface WaitForOptions {
@@ -153,6 +157,11 @@ export function recordingClient(
  */
 export async function denortAvailable(): Promise<boolean> {
   if (Deno.env.get("DENORT_BIN")) return true;
+  return await denortDownloadable();
+}
+
+/** Whether denort can be downloaded, which is what a compile without DENORT_BIN needs. */
+export async function denortDownloadable(): Promise<boolean> {
   try {
     const res = await fetch("https://dl.deno.land/", { signal: AbortSignal.timeout(3_000) });
     await res.body?.cancel();
@@ -285,4 +294,70 @@ export function startExample(
       return status;
     },
   };
+}
+
+/** A rate limiter that records each delay it hands out, per key. */
+export function recordingLimiter(whens: Map<string, number[]>): RateLimiter<string> {
+  const inner = defaultControllerRateLimiter<string>();
+  return {
+    when(key) {
+      const ms = inner.when(key);
+      whens.set(key, [...(whens.get(key) ?? []), ms]);
+      return ms;
+    },
+    forget: (key) => inner.forget(key),
+    numRequeues: (key) => inner.numRequeues(key),
+  };
+}
+
+/**
+ * Watches of `resource` (a plural, e.g. `secrets`) open in kube-apiserver, by its own gauge
+ * `apiserver_longrunning_requests`.
+ */
+export async function serverWatches(cp: AdminRequests, resource: string): Promise<number> {
+  const { body } = await cp.request("GET", "/metrics");
+  return String(body).split("\n")
+    .filter((l) =>
+      l.startsWith("apiserver_longrunning_requests{") && l.includes(`resource="${resource}"`) &&
+      l.includes('verb="WATCH"')
+    )
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+/** The widget operator fixture the CLI tests run (`tests/fixtures/widget_operator.ts`). */
+export const WIDGET_OPERATOR = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
+
+/**
+ * The widget operator fixture with `args`, outside any cluster: no kubeconfig, no namespace
+ * from the environment, no colours; stdout and stderr piped.
+ */
+export function widgetOperatorCommand(args: string[], signal?: AbortSignal): Deno.Command {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", WIDGET_OPERATOR, ...args],
+    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal,
+  });
+}
+
+/** `run`'s flags that turn off the servers a test does not read: metrics, probes and webhooks. */
+export const NO_SERVERS: readonly string[] = [
+  "--metrics-bind-address=0",
+  "--health-probe-bind-address=0",
+  "--webhook-port=0",
+];
+
+/** The argv of `deno run -A --quiet <program> run <flags>`: an operator's `run` command. */
+export function runArgv(program: string, flags: readonly string[]): string[] {
+  return ["run", "-A", "--quiet", program, "run", ...flags];
+}
+
+/** A finished command's exit code and its output as text. */
+export function decodeOutput(
+  out: Deno.CommandOutput,
+): { code: number; stdout: string; stderr: string } {
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }

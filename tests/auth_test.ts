@@ -5,14 +5,14 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../src/testing/control_plane.ts";
 import { Client, createClient } from "../src/client/client.ts";
-import { loadKubeconfig } from "../src/client/kubeconfig.ts";
-import { ConnectionError } from "../src/client/api_error.ts";
-import { FILE_REFRESH_MS } from "../src/client/_credentials.ts";
+import { loadKubeconfig } from "../src/client/kubeconfig/kubeconfig.ts";
+import { ConnectionError } from "../src/client/errors/api_error.ts";
+import { FILE_REFRESH_MS } from "../src/client/kubeconfig/_credentials.ts";
 import { resource } from "../src/core/resource.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { type Clock, realClock } from "../src/util/clock.ts";
 import { toYaml } from "../src/util/yaml.ts";
-import { waitFor } from "./_helpers.ts";
+import { decodeOutput, waitFor } from "./_helpers.ts";
 import { operatorPermissions } from "../src/tool/compile.ts";
 
 const WHOAMI = new URL("./fixtures/whoami.ts", import.meta.url).pathname;
@@ -225,8 +225,7 @@ printf '"status":{"token":"${STATIC_TOKEN}"}}'
           stdout: "piped",
           stderr: "piped",
         }).output();
-        const dec = new TextDecoder();
-        return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+        return decodeOutput(out);
       };
       const granted = await whoamiAs([script]);
       assert.equal(granted.code, 0, granted.stderr);

@@ -18,7 +18,7 @@ import { createCa, issueCert } from "../src/util/x509.ts";
 import { toYaml } from "../src/util/yaml.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { Myapp } from "../examples/myapp.ts";
-import { waitFor } from "./_helpers.ts";
+import { runArgv, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
 const CRD = "myapps.apps.kubeno.dev";
@@ -572,17 +572,12 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
 
   // --- Custom resources, with the operator running: kubectl refuses, the operator goes on. --
   const operator = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      EXAMPLE,
-      "run",
+    args: runArgv(EXAMPLE, [
       "--kubeconfig",
       kc,
       ...NO_ENDPOINTS,
       "--webhook-port=0",
-    ],
+    ]),
     env: { NO_COLOR: "1" },
     stdin: "null",
     stdout: "null",

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { localKubeconfigPaths, operatorPermissions } from "../src/tool/compile.ts";
 import { freePort } from "../src/testing/process.ts";
-import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
+import { COMPILE_SKIP_REASON, denortAvailable, denortDownloadable, waitFor } from "./_helpers.ts";
 
 const REPO = new URL("../", import.meta.url);
 const CLI = new URL("cli.ts", REPO).pathname;
@@ -219,15 +219,7 @@ Deno.test("init makes a project that passes its own check and test; create resou
 
 const canCompile = await denortAvailable();
 /** Whether denort can be downloaded, which is what a compile without DENORT_BIN needs. */
-const denortOnline = await (async () => {
-  try {
-    const res = await fetch("https://dl.deno.land/", { signal: AbortSignal.timeout(3_000) });
-    await res.body?.cancel();
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const denortOnline = await denortDownloadable();
 
 Deno.test("compile: --dry-run shows operatorPermissions(); without denort one line says why", async () => {
   const env = { HOME: Deno.env.get("HOME") ?? "/root", KUBECONFIG: "/etc/kube/a.yaml" };

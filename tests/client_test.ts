@@ -11,9 +11,9 @@ import {
   isForbidden,
   isInvalid,
   isNotFound,
-} from "../src/client/api_error.ts";
+} from "../src/client/errors/api_error.ts";
 import { type Client, createClient } from "../src/client/client.ts";
-import { KubeconfigError } from "../src/client/kubeconfig.ts";
+import { KubeconfigError } from "../src/client/kubeconfig/kubeconfig_error.ts";
 import {
   ConfigMap,
   Event,
@@ -44,7 +44,7 @@ import {
 } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
-import { waitFor } from "./_helpers.ts";
+import { serverWatches, waitFor } from "./_helpers.ts";
 
 /** `waitFor` with the description first, as these tests read. */
 function until<T>(
@@ -410,15 +410,7 @@ Deno.test("client against a real API server", async (t) => {
   );
 
   /** Watches of widgets open in kube-apiserver, by its own gauge. */
-  const serverWidgetWatches = async (): Promise<number> => {
-    const { body } = await cp.request("GET", "/metrics");
-    return String(body).split("\n")
-      .filter((l) =>
-        l.startsWith("apiserver_longrunning_requests{") && l.includes('resource="widgets"') &&
-        l.includes('verb="WATCH"')
-      )
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-  };
+  const serverWidgetWatches = () => serverWatches(cp, "widgets");
   const noWidgetWatchLeft = (what: string) =>
     until(what, async () => (await serverWidgetWatches()) === 0);
 

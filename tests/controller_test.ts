@@ -5,20 +5,17 @@
 // runs its own manager scoped to its own namespace.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { isConflict, isNotFound } from "../src/client/api_error.ts";
+import { isConflict, isNotFound } from "../src/client/errors/api_error.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { EventRecorder } from "../src/runtime/controller/events.ts";
 import { ConfigMap, Event, Secret } from "../src/core/kinds.ts";
 import { createManager, type ManagerOptions } from "../src/runtime/manager/manager.ts";
 import { deletionStarted, generationChanged, or } from "../src/runtime/controller/predicates.ts";
-import {
-  defaultControllerRateLimiter,
-  type RateLimiter,
-} from "../src/runtime/queue/rate_limiter.ts";
+import type { RateLimiter } from "../src/runtime/queue/rate_limiter.ts";
 import { reconcile, requeue, TerminalError } from "../src/runtime/controller/reconcile.ts";
 import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
-import { mapConcurrent, uniqueName, waitFor } from "./_helpers.ts";
+import { mapConcurrent, recordingLimiter, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace, installStack, Stack } from "./_stack.ts";
 
 type StackObj = ReturnType<typeof Stack.parse>;
@@ -34,20 +31,6 @@ function run(client: Client, namespace: string, options: Omit<ManagerOptions, "c
       stop.abort();
       await done;
     },
-  };
-}
-
-/** A rate limiter that records each delay it hands out, per key. */
-function recordingLimiter(whens: Map<string, number[]>): RateLimiter<string> {
-  const inner = defaultControllerRateLimiter<string>();
-  return {
-    when(key) {
-      const ms = inner.when(key);
-      whens.set(key, [...(whens.get(key) ?? []), ms]);
-      return ms;
-    },
-    forget: (key) => inner.forget(key),
-    numRequeues: (key) => inner.numRequeues(key),
   };
 }
 

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { Tick } from "./fixtures/tick_operator.ts";
-import { waitFor } from "./_helpers.ts";
+import { NO_SERVERS, runArgv, waitFor } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/tick_operator.ts", import.meta.url).pathname;
 const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent" };
@@ -37,19 +37,12 @@ Deno.test("a conversion that throws refuses the write, and a stored one is logge
   let logs: string[] = [];
   const start = () => {
     const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--quiet",
-        FIXTURE,
-        "run",
+      args: runArgv(FIXTURE, [
         kubeconfig,
         "--namespace=default",
-        "--metrics-bind-address=0",
-        "--health-probe-bind-address=0",
-        "--webhook-port=0",
+        ...NO_SERVERS,
         "--log-format=json",
-      ],
+      ]),
       env,
       stdin: "null",
       stdout: "null",

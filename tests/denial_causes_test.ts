@@ -11,7 +11,7 @@ import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
 import { admission, AdmissionDenied } from "../src/webhook/admission.ts";
 import { field } from "../src/webhook/field_error.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { createClient } from "../src/client/client.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";

@@ -24,7 +24,7 @@ import { Ingress } from "../src/core/api/networking/v1.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";
-import { isNotFound } from "../src/client/api_error.ts";
+import { isNotFound } from "../src/client/errors/api_error.ts";
 import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";

@@ -21,7 +21,7 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
-import { COMPILE_SKIP_REASON, denortAvailable, waitFor } from "./_helpers.ts";
+import { COMPILE_SKIP_REASON, decodeOutput, denortAvailable, waitFor } from "./_helpers.ts";
 import { alive, type Proc, Session } from "./_session.ts";
 import { assertDefaultPortsFree } from "./_ports.ts";
 
@@ -217,8 +217,7 @@ async function sh(line: string, kubeconfig: string, kubectl: string) {
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** Every object the manifests list exists, the Deployment runs IMG, the CRD is Established. */

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
-import { ApiError, isForbidden } from "../src/client/api_error.ts";
+import { ApiError, isForbidden } from "../src/client/errors/api_error.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";

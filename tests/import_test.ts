@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../src/testing/control_plane.ts";
 import { createClient } from "../src/client/client.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 import type { JSONSchemaProps } from "../src/core/crd.ts";
 import type { KubeObject } from "../src/core/object.ts";

@@ -10,7 +10,7 @@ import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import type { ObjectEvent } from "../src/runtime/watch/watch.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { serverWatches, uniqueName, waitFor } from "./_helpers.ts";
 
 Deno.test("informers start and stop while the manager runs", async (t) => {
   await using cp = await startControlPlane();
@@ -19,15 +19,7 @@ Deno.test("informers start and stop while the manager runs", async (t) => {
   await client.create(Namespace, { metadata: { name: ns } });
 
   /** Watches of Secrets open in kube-apiserver, by its own gauge. */
-  const secretWatches = async (): Promise<number> => {
-    const { body } = await cp.request("GET", "/metrics");
-    return String(body).split("\n")
-      .filter((l) =>
-        l.startsWith("apiserver_longrunning_requests{") && l.includes('resource="secrets"') &&
-        l.includes('verb="WATCH"')
-      )
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-  };
+  const secretWatches = () => serverWatches(cp, "secrets");
 
   const reconciled: string[] = [];
   const manager = createManager({

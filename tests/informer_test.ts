@@ -2,39 +2,27 @@
 // file): caching and handlers, restarts, compaction and 410 Gone, 10,000 objects in pages,
 // persistent errors, throwing handlers, resync, and the shared InformerFactory.
 import assert from "node:assert/strict";
-import { type ControlPlane, startControlPlane } from "../testing.ts";
+import type { ControlPlane } from "../testing.ts";
+import { sharedPlane } from "./_plane.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
-import { ConfigMap, Namespace } from "../src/core/kinds.ts";
+import { ConfigMap } from "../src/core/kinds.ts";
 import { CustomResourceDefinition, Role, RoleBinding } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
 import { objectKey } from "../src/core/object_key.ts";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
 import { WatchError } from "../src/runtime/watch/watch_error.ts";
-import { mapConcurrent, recordingClient, uniqueName, waitFor } from "./_helpers.ts";
+import { mapConcurrent, recordingClient, waitFor } from "./_helpers.ts";
 
-// One control plane for the file: the steps below run inside one test that owns it.
-let cp: ControlPlane;
-let admin: Client;
-const steps: [string, () => Promise<void>][] = [];
-const step = (name: string, fn: () => Promise<void>) => void steps.push([name, fn]);
-
-Deno.test("informer() against a real API server", async (t) => {
-  await using plane = await startControlPlane();
-  using client = await createClient({ kubeconfig: plane.kubeconfigPath });
-  cp = plane;
-  admin = client;
-  for (const [name, fn] of steps) await t.step(name, fn);
-});
-
-async function namespace(): Promise<string> {
-  const name = uniqueName("i");
-  await admin.create(Namespace, { metadata: { name } });
-  return name;
-}
+let cp: ControlPlane, admin: Client; // the file's one control plane, for every step below
+const { step, namespace } = sharedPlane(
+  "informer() against a real API server",
+  "i",
+  (p, c) => [cp, admin] = [p, c],
+);
 
 function fingerprint(objs: Iterable<KubeObject>): string[] {
   return [...objs].map((o) => `${objectKey(o)}@${o.metadata.resourceVersion}`).sort();

@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { decodeOutput, waitFor } from "./_helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const NAME = "myapp-operator";
@@ -50,8 +50,7 @@ async function sh(script: string): Promise<Output> {
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** A `run` in the background with its stderr collected. */

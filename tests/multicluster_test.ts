@@ -13,21 +13,13 @@ import { FLEET_NAMESPACE, fleetOperator, SYNC_LABEL } from "../examples/fleet.ts
 import { toYaml } from "../src/util/yaml.ts";
 import { clusterMetrics } from "../src/metrics/cluster_metrics.ts";
 import { Registry } from "../src/metrics/registry.ts";
-import { startExample, uniqueName, waitFor } from "./_helpers.ts";
+import { serverWatches, startExample, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 
 /** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
-async function watches(cp: ControlPlane, resource: string): Promise<number> {
-  const { body } = await cp.request("GET", "/metrics");
-  return String(body).split("\n")
-    .filter((l) =>
-      l.startsWith("apiserver_longrunning_requests{") && l.includes(`resource="${resource}"`) &&
-      l.includes('verb="WATCH"')
-    )
-    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-}
+const watches = serverWatches;
 
 const printed = new Map<string, Promise<string>>();
 /**

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createClient, Deployment, Event, isNotFound } from "../mod.ts";
 import { startControlPlane } from "../testing.ts";
 import { Myapp } from "../examples/myapp.ts";
-import { waitFor } from "./_helpers.ts";
+import { NO_SERVERS, runArgv, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
 const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
@@ -35,20 +35,13 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
   });
 
   const operator = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      EXAMPLE,
-      "run",
+    args: runArgv(EXAMPLE, [
       kubeconfig,
       `--namespace=${NS}`,
       "--leader-elect",
-      "--metrics-bind-address=0",
-      "--health-probe-bind-address=0",
-      "--webhook-port=0",
+      ...NO_SERVERS,
       "--log-format=json",
-    ],
+    ]),
     env,
     stdin: "null",
     stdout: "null",

@@ -4,9 +4,14 @@
 // operator running as its generated ServiceAccount with only the generated RBAC.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { httpsGet, serviceAccountToken, waitFor } from "./_helpers.ts";
+import {
+  decodeOutput,
+  httpsGet,
+  serviceAccountToken,
+  waitFor,
+  widgetOperatorCommand,
+} from "./_helpers.ts";
 
-const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
 const NS = "widget-system";
 const SA = "widget-operator";
@@ -17,20 +22,11 @@ interface Run {
   stderr: string;
 }
 
-function command(args: string[]): Deno.Command {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", FIXTURE, ...args],
-    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  });
-}
+const command = (args: string[]) => widgetOperatorCommand(args);
 
 async function op(...args: string[]): Promise<Run> {
   const out = await command(args).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** No Node warnings and no stack frames on stderr. */

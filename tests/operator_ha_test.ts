@@ -18,7 +18,7 @@ import { startControlPlane, startFaultProxy } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { runArgv, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
@@ -59,19 +59,14 @@ class OperatorProcess implements AsyncDisposable {
     this.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     this.probesUrl = `http://127.0.0.1:${probesPort}/`;
     this.#proc = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--quiet",
-        FIXTURE,
-        "run",
+      args: runArgv(FIXTURE, [
         "--kubeconfig",
         kubeconfig,
         "--metrics-secure=false",
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${probesPort}`,
         ...args,
-      ],
+      ]),
       env: {
         NO_COLOR: "1",
         KUBECONFIG: "/nonexistent",

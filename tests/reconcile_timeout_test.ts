@@ -11,26 +11,8 @@ import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import type { ReconcileSample } from "../src/runtime/controller/metrics_hooks.ts";
 import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
-import {
-  defaultControllerRateLimiter,
-  type RateLimiter,
-} from "../src/runtime/queue/rate_limiter.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { recordingLimiter, uniqueName, waitFor } from "./_helpers.ts";
 import { createNamespace } from "./_stack.ts";
-
-/** A rate limiter that records each delay it hands out, per key. */
-function recordingLimiter(whens: Map<string, number[]>): RateLimiter<string> {
-  const inner = defaultControllerRateLimiter<string>();
-  return {
-    when(key) {
-      const ms = inner.when(key);
-      whens.set(key, [...(whens.get(key) ?? []), ms]);
-      return ms;
-    },
-    forget: (key) => inner.forget(key),
-    numRequeues: (key) => inner.numRequeues(key),
-  };
-}
 
 /** One attempt at the hanging key: its signal, and what its write after the abort got. */
 interface HangAttempt {

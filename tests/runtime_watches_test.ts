@@ -9,7 +9,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { createManager } from "../src/runtime/manager/manager.ts";
 import { reconcile, watchesFrom } from "../src/runtime/controller/reconcile.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { serverWatches, uniqueName, waitFor } from "./_helpers.ts";
 
 Deno.test("a controller adds and drops a watch as its config says", async () => {
   await using cp = await startControlPlane();
@@ -19,15 +19,7 @@ Deno.test("a controller adds and drops a watch as its config says", async () => 
   await client.create(ConfigMap, { metadata: { name: "config", namespace: ns }, data: {} });
 
   /** Watches of Secrets open in kube-apiserver, by its own gauge. */
-  const secretWatches = async (): Promise<number> => {
-    const { body } = await cp.request("GET", "/metrics");
-    return String(body).split("\n")
-      .filter((l) =>
-        l.startsWith("apiserver_longrunning_requests{") && l.includes('resource="secrets"') &&
-        l.includes('verb="WATCH"')
-      )
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-  };
+  const secretWatches = () => serverWatches(cp, "secrets");
   let reconciles = 0;
   const manager = createManager({
     client,

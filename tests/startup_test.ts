@@ -6,32 +6,21 @@
 // SIGTERM after 60 s: had it waited instead, it would exit 0 then and fail the test.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { decodeOutput, waitFor, widgetOperatorCommand } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 
-const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const CRD = "widgets.widgets.kubeno.dev";
 const NO_ENDPOINTS = ["--metrics-bind-address=0", "--health-probe-bind-address=0"];
 
 // deno-lint-ignore no-explicit-any
 type Json = Record<string, any>;
 
-function command(args: string[], signal?: AbortSignal): Deno.Command {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", FIXTURE, ...args],
-    env: { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    signal,
-  });
-}
+const command = widgetOperatorCommand;
 
 /** Runs the program to its end; SIGTERM after 60 s. */
 async function op(...args: string[]) {
   const out = await command(args, AbortSignal.timeout(60_000)).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return decodeOutput(out);
 }
 
 /** A running program whose stderr lines are collected as they come. */

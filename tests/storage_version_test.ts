@@ -11,7 +11,7 @@ import { CustomResourceDefinition } from "../core.ts";
 import { startControlPlane } from "../testing.ts";
 import { jobOwner } from "../examples/cronjob.ts";
 import { Tick } from "./fixtures/tick_operator.ts";
-import { waitFor } from "./_helpers.ts";
+import { NO_SERVERS, runArgv, waitFor } from "./_helpers.ts";
 
 const V1 = new URL("../examples/myapp_v1.ts", import.meta.url).pathname;
 const TICK = new URL("./fixtures/tick_operator.ts", import.meta.url).pathname;
@@ -56,18 +56,11 @@ Deno.test("moving the storage version is one line, then migrate-storage moves th
   };
   const start = (program: string, extra: Record<string, string> = {}) => {
     const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--quiet",
-        program,
-        "run",
+      args: runArgv(program, [
         kubeconfig,
         "--namespace=default",
-        "--metrics-bind-address=0",
-        "--health-probe-bind-address=0",
-        "--webhook-port=0",
-      ],
+        ...NO_SERVERS,
+      ]),
       env: { ...env, ...extra },
       stdin: "null",
       stdout: "null",

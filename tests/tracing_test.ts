@@ -7,7 +7,7 @@
 // carry the same trace and span ids.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { startExample, waitFor } from "./_helpers.ts";
+import { NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
 import {
   findJaeger,
   type JaegerSpan,
@@ -99,9 +99,7 @@ Deno.test({
   const operator = startExample(EXAMPLE, [
     kubeconfig,
     "--namespace=default",
-    "--metrics-bind-address=0",
-    "--health-probe-bind-address=0",
-    "--webhook-port=0",
+    ...NO_SERVERS,
     "--log-format=json",
     "--log-level=debug",
   ], {

@@ -3,8 +3,9 @@
 // (compaction, restarts) timed by a recording client where the test needs 410 Gone.
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { sharedPlane } from "./_plane.ts";
 import { type Client, createClient } from "../src/client/client.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import type { KubeObject } from "../src/core/object.ts";
@@ -15,25 +16,12 @@ import { WatchError } from "../src/runtime/watch/watch_error.ts";
 import { Role, RoleBinding } from "../src/core/kinds_cluster.ts";
 import { recordingClient, uniqueName, waitFor } from "./_helpers.ts";
 
-// One control plane for the file: the steps below run inside one test that owns it.
-let cp: ControlPlane;
-let admin: Client;
-const steps: [string, () => Promise<void>][] = [];
-const step = (name: string, fn: () => Promise<void>) => void steps.push([name, fn]);
-
-Deno.test("watch() against a real API server", async (t) => {
-  await using plane = await startControlPlane();
-  using client = await createClient({ kubeconfig: plane.kubeconfigPath });
-  cp = plane;
-  admin = client;
-  for (const [name, fn] of steps) await t.step(name, fn);
-});
-
-async function namespace(): Promise<string> {
-  const name = uniqueName("w");
-  await admin.create(Namespace, { metadata: { name } });
-  return name;
-}
+let cp: ControlPlane, admin: Client; // the file's one control plane, for every step below
+const { step, namespace } = sharedPlane(
+  "watch() against a real API server",
+  "w",
+  (p, c) => [cp, admin] = [p, c],
+);
 
 /** Consumes a stream in the background into a view, the way an informer would. */
 function consume<T extends KubeObject>(stream: WatchStream<T>) {

@@ -7,7 +7,7 @@ import tls from "node:tls";
 import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
 import { admission, AdmissionDenied } from "../src/webhook/admission.ts";
-import { ApiError } from "../src/client/api_error.ts";
+import { ApiError } from "../src/client/errors/api_error.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
 import { ConfigMap } from "../src/core/kinds.ts";

@@ -22,11 +22,11 @@ import {
   type PortForward,
   type PortForwardOptions,
 } from "./pod_streams.ts";
-import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./api_error.ts";
+import { ApiError, type ApiErrorTarget, ConnectionError, type Status } from "./errors/api_error.ts";
 import { parseNdjsonBatches } from "./_ndjson.ts";
-import { type RequestMetric, type RequestSpec, Transport } from "./_http.ts";
+import { type RequestMetric, type RequestSpec, Transport } from "./transport/transport.ts";
 import { queryString, resourcePath } from "./_url.ts";
-import { type ClusterAccess, loadKubeconfig } from "./kubeconfig.ts";
+import { type ClusterAccess, loadKubeconfig } from "./kubeconfig/kubeconfig.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { isMetadataOnly, METADATA_ACCEPT, METADATA_LIST_ACCEPT } from "../core/metadata_only.ts";
@@ -130,7 +130,7 @@ const PATCH_TYPES = {
  * @example Read, apply and watch
  * ```ts ignore — needs a live API server
  * import { createClient } from "./client.ts";
- * import { isNotFound } from "./api_error.ts";
+ * import { isNotFound } from "./errors/api_error.ts";
  * import { ConfigMap } from "../core/kinds.ts";
  *
  * using client = await createClient({ fieldManager: "my-operator" });
@@ -888,7 +888,7 @@ function target(
  * @example An unreachable server is a one-line ConnectionError
  * ```ts
  * import { createClient } from "./client.ts";
- * import { ConnectionError } from "./api_error.ts";
+ * import { ConnectionError } from "./errors/api_error.ts";
  * import { ConfigMap } from "../core/kinds.ts";
  * const path = await Deno.makeTempFile({ suffix: ".yaml" });
  * await Deno.writeTextFile(path, `apiVersion: v1

@@ -1,7 +1,13 @@
 // Client against a stand-in API server (plain HTTP, token user) started in the test: the
 // request each verb sends, how failure bodies become ApiErrors, and the raw watch stream.
 import assert from "node:assert/strict";
-import { ApiError, ConnectionError, isConflict, isInvalid, isNotFound } from "./api_error.ts";
+import {
+  ApiError,
+  ConnectionError,
+  isConflict,
+  isInvalid,
+  isNotFound,
+} from "./errors/api_error.ts";
 import { createClient } from "./client.ts";
 import { resource } from "../core/resource.ts";
 import { ConfigMap, Namespace } from "../core/kinds.ts";

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { Transport } from "./_http.ts";
+import type { Transport } from "./transport/transport.ts";
 
 /** Subprotocols offered for exec and attach, preferred first. */
 export const EXEC_PROTOCOLS: readonly string[] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Status } from "./api_error.ts";
+import type { Status } from "./errors/api_error.ts";
 import type { ObjectMeta } from "../core/object.ts";
 
 export type { Status };

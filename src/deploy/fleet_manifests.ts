@@ -10,6 +10,13 @@ import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { deriveRbac, type OperatorController } from "./rbac.ts";
+import {
+  bindingObject,
+  namespaceObject,
+  roleObject,
+  serviceAccountObject,
+  type ServiceAccountSubject,
+} from "./objects.ts";
 
 /** One rule the fleet's provider needs on the hub; a Role in `namespace`, else a ClusterRole. */
 export interface FleetHubRule {
@@ -59,7 +66,6 @@ export interface FleetManifests {
   member: KubeObject[];
 }
 
-const RBAC = "rbac.authorization.k8s.io/v1";
 const READ = ["get", "list", "watch"];
 
 /**
@@ -86,12 +92,8 @@ const READ = ["get", "list", "watch"];
  */
 export function fleetManifests(init: FleetManifestsInit): FleetManifests {
   const { name, namespace } = init;
-  const sa = {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name, namespace },
-  };
-  const subject = { kind: "ServiceAccount", name, namespace };
+  const sa = serviceAccountObject({ name, namespace });
+  const subject: ServiceAccountSubject = { kind: "ServiceAccount", name, namespace };
   const byNamespace = new Map<string | undefined, PolicyRule[]>();
   const add = (ns: string | undefined, rule: PolicyRule) => {
     const list = byNamespace.get(ns) ?? [];
@@ -124,56 +126,29 @@ export function fleetManifests(init: FleetManifestsInit): FleetManifests {
     const roleName = `${name}-hub`;
     if (ns === undefined) {
       hub.push(
-        {
-          apiVersion: RBAC,
-          kind: "ClusterRole",
-          metadata: { name: roleName },
-          rules,
-        } as KubeObject,
-        {
-          apiVersion: RBAC,
-          kind: "ClusterRoleBinding",
-          metadata: { name: roleName },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
-          subjects: [subject],
-        } as KubeObject,
+        roleObject("ClusterRole", { name: roleName }, rules),
+        bindingObject("ClusterRoleBinding", { name: roleName }, "ClusterRole", roleName, [subject]),
       );
     } else {
       hub.push(
-        {
-          apiVersion: RBAC,
-          kind: "Role",
-          metadata: { name: roleName, namespace: ns },
-          rules,
-        } as KubeObject,
-        {
-          apiVersion: RBAC,
-          kind: "RoleBinding",
-          metadata: { name: roleName, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleName },
-          subjects: [subject],
-        } as KubeObject,
+        roleObject("Role", { name: roleName, namespace: ns }, rules),
+        bindingObject("RoleBinding", { name: roleName, namespace: ns }, "Role", roleName, [
+          subject,
+        ]),
       );
     }
   }
   const rbac = deriveRbac(init.controllers);
   const memberRole = `${name}-member`;
   const member: KubeObject[] = [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    namespaceObject({ name: namespace }),
     sa,
-    {
-      apiVersion: RBAC,
-      kind: "ClusterRole",
-      metadata: { name: memberRole },
-      rules: [...rbac.cluster, ...rbac.namespaced, ...Object.values(rbac.inNamespaces).flat()],
-    } as KubeObject,
-    {
-      apiVersion: RBAC,
-      kind: "ClusterRoleBinding",
-      metadata: { name: memberRole },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: memberRole },
-      subjects: [subject],
-    } as KubeObject,
+    roleObject("ClusterRole", { name: memberRole }, [
+      ...rbac.cluster,
+      ...rbac.namespaced,
+      ...Object.values(rbac.inNamespaces).flat(),
+    ]),
+    bindingObject("ClusterRoleBinding", { name: memberRole }, "ClusterRole", memberRole, [subject]),
   ];
   return { hub, member };
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { bindingObject, namespaceObject, roleObject, serviceAccountObject } from "./objects.ts";
 import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import { deriveRbac, type OperatorController } from "./rbac.ts";
@@ -246,31 +247,21 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   const rbacObjects: KubeObject[] = [];
   if (rbac.cluster.length) {
     rbacObjects.push(
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRole",
-        metadata: meta(name),
-        rules: rbac.cluster,
-      } as KubeObject,
+      roleObject("ClusterRole", meta(name), rbac.cluster),
       binding("ClusterRoleBinding", meta(name), "ClusterRole", name, subjects),
     );
   }
   // Secure /metrics: the operator reviews scrapers' tokens and permissions (bound to it), and
   // scrapers are granted `get /metrics` through the reader role (bound by whoever scrapes).
   rbacObjects.push(
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: meta(`${name}-metrics-auth`),
-      rules: [
-        { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
-        {
-          apiGroups: ["authorization.k8s.io"],
-          resources: ["subjectaccessreviews"],
-          verbs: ["create"],
-        },
-      ],
-    } as KubeObject,
+    roleObject("ClusterRole", meta(`${name}-metrics-auth`), [
+      { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+      {
+        apiGroups: ["authorization.k8s.io"],
+        resources: ["subjectaccessreviews"],
+        verbs: ["create"],
+      },
+    ]),
     binding(
       "ClusterRoleBinding",
       meta(`${name}-metrics-auth`),
@@ -278,12 +269,9 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
       `${name}-metrics-auth`,
       subjects,
     ),
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: meta(`${name}-metrics-reader`),
-      rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
-    } as KubeObject,
+    roleObject("ClusterRole", meta(`${name}-metrics-reader`), [
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]),
   );
   // A Role per namespace: the watched namespaces' rules, plus those of kinds cached only in
   // some namespaces.
@@ -315,8 +303,8 @@ export function operatorManifests(init: OperatorManifestsInit): OperatorManifest
   }
 
   const operatorObjects: KubeObject[] = [
-    { apiVersion: "v1", kind: "Namespace", metadata: meta(namespace) },
-    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(name, namespace) },
+    namespaceObject(meta(namespace)),
+    serviceAccountObject(meta(name, namespace)),
     {
       apiVersion: "v1",
       kind: "Service",
@@ -411,30 +399,9 @@ function rank(kind: string | undefined): number {
   return i < 0 ? APPLY_ORDER.length : i;
 }
 
-function role(metadata: KubeObject["metadata"], rules: PolicyRule[]): KubeObject {
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata,
-    rules,
-  } as KubeObject;
-}
-
-function binding(
-  kind: "ClusterRoleBinding" | "RoleBinding",
-  metadata: KubeObject["metadata"],
-  roleKind: "ClusterRole" | "Role",
-  roleName: string,
-  subjects: object[],
-): KubeObject {
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind,
-    metadata,
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name: roleName },
-    subjects: structuredClone(subjects),
-  } as KubeObject;
-}
+const role = (metadata: KubeObject["metadata"], rules: PolicyRule[]) =>
+  roleObject("Role", metadata, rules);
+const binding = bindingObject;
 
 function deployment(
   init: OperatorManifestsInit,

@@ -11,15 +11,19 @@ import {
   splitCommand,
   UsageError,
 } from "../util/args.ts";
-import type { Command, InstalledResource, OperatorDefinition } from "./_command.ts";
+import type { Command, InstalledResource, OperatorDefinition } from "./command/command.ts";
 import type { CommandIo } from "../util/cli_io.ts";
 import { installCommand } from "./cmd_install.ts";
 import { manifestsCommand } from "./cmd_manifests.ts";
 import { migrateStorageCommand } from "./cmd_migrate_storage.ts";
-import { runCommand } from "./cmd_run.ts";
+import { runCommand } from "./run/cmd_run.ts";
 import { uninstallCommand } from "./cmd_uninstall.ts";
 import { configureLogging } from "../util/log.ts";
-import type { LeaderElectionOptions, OperatorOptions, OperatorShardingOptions } from "./options.ts";
+import type {
+  LeaderElectionOptions,
+  OperatorOptions,
+  OperatorShardingOptions,
+} from "./command/options.ts";
 import type { Resource } from "../core/resource.ts";
 import { APPLYSET_PARENT_TYPE_LABEL } from "../core/applyset.ts";
 import type { KubeObject } from "../core/object.ts";

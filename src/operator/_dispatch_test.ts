@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineOperator, dispatch } from "./_dispatch.ts";
 import { describeError } from "./_errors.ts";
-import { ConnectionError } from "../client/api_error.ts";
-import { runSettings } from "./_run_settings.ts";
+import { ConnectionError } from "../client/errors/api_error.ts";
+import { runSettings } from "./run/run_settings.ts";
 import { defineResource } from "../schema/define_resource.ts";
 import { ConfigMap } from "../core/kinds.ts";
-import { KubeconfigError } from "../client/kubeconfig.ts";
+import { KubeconfigError } from "../client/kubeconfig/kubeconfig_error.ts";
 import { reconcile } from "../runtime/controller/reconcile.ts";
 import { fromYaml } from "../util/yaml.ts";
 

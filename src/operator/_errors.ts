@@ -7,8 +7,8 @@ import {
   isCertificateRejected,
   isForbidden,
   isUnauthorized,
-} from "../client/api_error.ts";
-import { KubeconfigError } from "../client/kubeconfig.ts";
+} from "../client/errors/api_error.ts";
+import { KubeconfigError } from "../client/kubeconfig/kubeconfig_error.ts";
 
 /** Error classes whose message is complete for a user: shown as they are. */
 const KNOWN = new Set([

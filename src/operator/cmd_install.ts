@@ -15,7 +15,7 @@
  * @module
  */
 import { realClock } from "../util/clock.ts";
-import { isNotFound } from "../client/api_error.ts";
+import { isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   type Command,
@@ -24,7 +24,7 @@ import {
   objectLabel,
   type OperatorDefinition,
   operatorNamespace,
-} from "./_command.ts";
+} from "./command/command.ts";
 import { EXIT, parseDuration } from "../util/args.ts";
 import {
   CustomResourceDefinition,
@@ -35,12 +35,13 @@ import { operatorManifests } from "../deploy/manifests.ts";
 import { restoreWebhooks } from "../webhook/local_registration.ts";
 import type { CommandIo } from "../util/cli_io.ts";
 import { restoreConversions, withConversionWebhook } from "../webhook/conversion_config.ts";
-import { ApiServerWait } from "./_api_server_wait.ts";
+import { ApiServerWait } from "./command/api_server_wait.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import type { ClusterConfig, ClusterProvider } from "../runtime/cluster/provider.ts";
 import { clusterClient } from "../runtime/cluster/fleet.ts";
 import { firstLine } from "../util/cli_io.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** The `install` command. */
 export const installCommand: Command = {
@@ -278,7 +279,7 @@ async function getOrUndefined(
 }
 
 /** Thrown when a CRD does not become Established in time or its names are rejected. */
-export class CrdNotEstablishedError extends Error {
+export class CrdNotEstablishedError extends KubenoError {
   /**
    * @param name The CRD's name.
    * @param problem What was seen.

@@ -8,7 +8,7 @@
  * @module
  */
 import { EXIT, parseList, UsageError } from "../util/args.ts";
-import { type Command, type CommandContext, env, operatorNamespace } from "./_command.ts";
+import { type Command, type CommandContext, env, operatorNamespace } from "./command/command.ts";
 import { operatorManifests } from "../deploy/manifests.ts";
 import { helmChart } from "../deploy/helm_chart.ts";
 import { grafanaDashboard } from "../deploy/grafana_dashboard.ts";

@@ -18,16 +18,22 @@
  *
  * @module
  */
-import { isConflict, isGone, isNotFound } from "../client/api_error.ts";
+import { isConflict, isGone, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import { resource } from "../core/resource.ts";
 import { EXIT, UsageError } from "../util/args.ts";
-import { type Command, type CommandContext, connect, type InstalledResource } from "./_command.ts";
+import {
+  type Command,
+  type CommandContext,
+  connect,
+  type InstalledResource,
+} from "./command/command.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** Thrown when a CRD cannot be migrated; the message names the CRD and what to do. */
-export class StorageMigrationError extends Error {
+export class StorageMigrationError extends KubenoError {
   /** `"StorageMigrationError"`. */
   override name = "StorageMigrationError";
 }

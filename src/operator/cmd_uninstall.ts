@@ -6,7 +6,7 @@
  * @module
  */
 import { realClock } from "../util/clock.ts";
-import { ApiError, isNotFound } from "../client/api_error.ts";
+import { ApiError, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   type Command,
@@ -14,11 +14,12 @@ import {
   connect,
   objectLabel,
   operatorNamespace,
-} from "./_command.ts";
+} from "./command/command.ts";
 import { EXIT, parseDuration } from "../util/args.ts";
 import { installObjects, resourceOf } from "./cmd_install.ts";
 import { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import type { Resource } from "../core/resource.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** The `uninstall` command. */
 export const uninstallCommand: Command = {
@@ -103,7 +104,7 @@ async function countObjects(client: Client, res: Resource): Promise<string | und
 }
 
 /** Thrown when a CRD is still there after the deadline, e.g. held by objects' finalizers. */
-export class CrdNotDeletedError extends Error {
+export class CrdNotDeletedError extends KubenoError {
   /**
    * @param crdName The CRD's name.
    * @param timeoutMs How long was waited.

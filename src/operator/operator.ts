@@ -23,7 +23,7 @@
  */
 import { defineOperator, dispatch } from "./_dispatch.ts";
 import { consoleIo } from "../util/cli_io.ts";
-import type { OperatorOptions } from "./options.ts";
+import type { OperatorOptions } from "./command/options.ts";
 
 /** An operator program: its command line. */
 export interface Operator {

@@ -173,7 +173,7 @@ export function makeConverter(init: ConverterInit): (object: KubeObject, to: str
     try {
       const again = spoke.toHub(structuredClone(result), undefined);
       back = content(assemble(again, result.metadata, hubApi, kind, (why) => {
-        throw new Error(why);
+        throw new ConversionError(why);
       }) as unknown as Obj);
     } catch {
       back = undefined; // cannot tell: keep the data

@@ -46,6 +46,7 @@
  */
 import type { ObjectMeta } from "../core/object.ts";
 import type { ObjectOf, Resource } from "../core/resource.ts";
+import { KubenoError } from "../util/error.ts";
 
 /**
  * Annotation in which a spoke object keeps the hub's `spec` and `status` when the spoke
@@ -125,7 +126,7 @@ export interface SpokeVersion<R extends Resource<any>, Hub> {
  * }
  * ```
  */
-export class ConversionError extends Error {
+export class ConversionError extends KubenoError {
   /** `"ConversionError"`. */
   override name = "ConversionError";
   /** `namespace/name` of the object, when known. */

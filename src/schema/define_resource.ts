@@ -14,6 +14,7 @@ import { toStructuralSchema } from "./schema.ts";
 import type { PrinterColumn, ScaleSubresource, ValidationRule } from "../core/crd.ts";
 import type { CustomResourceDefinition } from "../core/kinds_cluster.ts";
 import { buildCrd, checkNames, withVersions } from "./_crd_build.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** A custom resource's object: what the API server returns for it. */
 export interface ResourceObject<Spec, Status = never> extends KubeObject {
@@ -189,7 +190,7 @@ export interface ResourceIssue {
  * }
  * ```
  */
-export class ResourceValidationError extends Error {
+export class ResourceValidationError extends KubenoError {
   /** `"ResourceValidationError"`. */
   override name = "ResourceValidationError";
   /** Each failed field. */

@@ -4,9 +4,10 @@
 import { realClock } from "../util/clock.ts";
 import { type AssetName, kwokStages } from "./assets.ts";
 import { freePort, Supervised } from "./process.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** Thrown when a workload component cannot start; the message includes its log tail. */
-export class WorkloadsError extends Error {
+export class WorkloadsError extends KubenoError {
   override name = "WorkloadsError";
 }
 

@@ -18,7 +18,7 @@ export type AssetName =
   | "kwok";
 
 /** Thrown when the binaries cannot be found or built. */
-export class AssetsError extends Error {
+export class AssetsError extends KubenoError {
   /** `"AssetsError"`. */
   override name = "AssetsError";
 }
@@ -74,6 +74,7 @@ let building: Promise<void> | undefined;
  *
  * @throws {AssetsError} With one line naming both remedies when neither binaries nor Go exist.
  */
+import { KubenoError } from "../util/error.ts";
 export async function resolveAssets(
   names: AssetName[],
   progress: (line: string) => void,

@@ -11,6 +11,7 @@ import { freePort, reapOnExit, Supervised } from "./process.ts";
 import { startWorkloads } from "./_workloads.ts";
 import { createCa, issueCert, type IssuedCert } from "../util/x509.ts";
 import { toYaml } from "../util/yaml.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** Options for {@linkcode startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -74,7 +75,7 @@ export interface StaticToken {
 }
 
 /** Thrown when a control-plane component cannot start; the message includes its log tail. */
-export class ControlPlaneError extends Error {
+export class ControlPlaneError extends KubenoError {
   /** `"ControlPlaneError"`. */
   override name = "ControlPlaneError";
 }

@@ -50,7 +50,11 @@
 import { firstLine } from "../util/cli_io.ts";
 import { createCa, issueCert } from "../util/x509.ts";
 import { toYaml } from "../util/yaml.ts";
-import { type ClusterAccess, type Credentials, loadKubeconfig } from "../client/kubeconfig.ts";
+import {
+  type ClusterAccess,
+  type Credentials,
+  loadKubeconfig,
+} from "../client/kubeconfig/kubeconfig.ts";
 
 /** Options for {@linkcode startLagProxy}. */
 export interface LagProxyOptions {
@@ -148,7 +152,7 @@ interface LagProxyInit {
  * @example Point a client at the proxy
  * ```ts
  * import { startLagProxy } from "./lag_proxy.ts";
- * import { loadKubeconfig } from "../client/kubeconfig.ts";
+ * import { loadKubeconfig } from "../client/kubeconfig/kubeconfig.ts";
  *
  * // An upstream kubeconfig; starting the proxy reads it but does not connect.
  * const upstream = await Deno.makeTempFile({ suffix: ".yaml" });

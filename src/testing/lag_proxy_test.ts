@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadKubeconfig } from "../client/kubeconfig.ts";
+import { loadKubeconfig } from "../client/kubeconfig/kubeconfig.ts";
 import { createCa, issueCert } from "../util/x509.ts";
 import { type LagProxy, startLagProxy } from "./lag_proxy.ts";
 

@@ -86,6 +86,7 @@ export class Supervised {
  * take it (seen as kube-scheduler's "bind: address already in use"). One process never gets the
  * same port twice.
  */
+import { KubenoError } from "../util/error.ts";
 export function freePort(): number {
   const [low, high] = portRange();
   for (let tries = 0; tries < 200; tries++) {
@@ -99,7 +100,7 @@ export function freePort(): number {
     handedOut.add(port);
     return port;
   }
-  throw new Error(`no free port on 127.0.0.1 between ${low} and ${high} after 200 tries`);
+  throw new ProcessError(`no free port on 127.0.0.1 between ${low} and ${high} after 200 tries`);
 }
 
 const handedOut = new Set<number>();
@@ -131,4 +132,27 @@ export function reapOnExit(dir: string): () => Promise<void> {
     await w.close().catch(() => {});
     await child.status;
   };
+}
+
+/**
+ * A test process could not be set up: no free loopback port was found for it.
+ *
+ * @example The one-line message
+ * ```ts
+ * import { ProcessError } from "./process.ts";
+ * const err = new ProcessError("Cannot do it");
+ * if (err.name !== "ProcessError" || err.message !== "Cannot do it") throw new Error(err.name);
+ * ```
+ */
+export class ProcessError extends KubenoError {
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, one line.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ProcessError";
+  }
 }

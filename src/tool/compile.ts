@@ -36,6 +36,7 @@ import { basename, dirname, extname, resolve } from "node:path";
 import { type FlagSpec, formatFlags, parseFlags, parseList } from "../util/args.ts";
 import { type KubenoCommand, UsageError } from "./common.ts";
 import { type CommandIo, firstLine } from "../util/cli_io.ts";
+import { KubenoError } from "../util/error.ts";
 
 /** The in-cluster service-account directory. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io";
@@ -169,8 +170,13 @@ export interface CompileResult {
   size: number;
 }
 
+/** `deno compile` failed; the message is its first error line. */
+export class CompileError extends KubenoError {
+  override name = "CompileError";
+}
+
 /** `deno compile` could not get its runtime (denort): no network and no `DENORT_BIN`. */
-export class DenortUnavailableError extends Error {
+export class DenortUnavailableError extends CompileError {
   override name = "DenortUnavailableError";
 }
 
@@ -181,7 +187,7 @@ export class DenortUnavailableError extends Error {
  * @param options Output, permissions, extra flags.
  * @returns The binary's path and size.
  * @throws {DenortUnavailableError} When denort cannot be downloaded and `DENORT_BIN` is unset.
- * @throws {Error} When `deno compile` fails otherwise; the message is its first error line.
+ * @throws {CompileError} When `deno compile` fails otherwise; the message is its first error line.
  *
  * @example Compile an operator
  * ```ts ignore — runs deno compile, which downloads denort (or needs DENORT_BIN)
@@ -223,7 +229,7 @@ export async function compileOperator(
       );
     }
     const line = stderr.split("\n").find((l) => /error/i.test(l)) ?? firstLine(stderr);
-    throw new Error(`deno compile failed: ${line.replace(/^error:\s*/i, "").trim()}`);
+    throw new CompileError(`deno compile failed: ${line.replace(/^error:\s*/i, "").trim()}`);
   }
   const size = (await Deno.stat(output)).size;
   return { output, size };
@@ -288,9 +294,8 @@ ${formatFlags(FLAGS)}`,
       );
     }
     const entry = positionals[0];
-    try {
-      if (!(await Deno.stat(entry)).isFile) throw new Error();
-    } catch {
+    const isFile = await Deno.stat(entry).then((s) => s.isFile, () => false);
+    if (!isFile) {
       throw new UsageError(`Entry point "${entry}" is not a file; pass your operator's .ts file`);
     }
     const str = (n: string) => typeof flags[n] === "string" ? flags[n] as string : undefined;

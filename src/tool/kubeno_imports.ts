@@ -99,16 +99,22 @@ interface Config {
 
 async function readConfig(url: URL, spec: string): Promise<Config> {
   let text: string;
+  let status: number | undefined;
   try {
     if (url.protocol === "file:") text = await Deno.readTextFile(url);
     else {
       const res = await fetch(url);
       text = await res.text();
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      if (!res.ok) status = res.status;
     }
   } catch (err) {
     throw new UsageError(
       `Invalid --kubeno "${spec}": cannot read ${url.href} (${firstLine(err)}); ${HINT}`,
+    );
+  }
+  if (status !== undefined) {
+    throw new UsageError(
+      `Invalid --kubeno "${spec}": cannot read ${url.href} (HTTP ${status}); ${HINT}`,
     );
   }
   try {

@@ -2,12 +2,13 @@
 // `--flag=value`, `--bool`, `--bool=false`), `-h`, and `--` to end flags. Pure, so that every
 // rule is unit-tested without spawning a process.
 import { parseGoDuration } from "./duration.ts";
+import { KubenoError } from "./error.ts";
 
 /** Exit codes of an operator program. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 /** A wrong command line: unknown command or flag, a missing or malformed value. Exit code 2. */
-export class UsageError extends Error {
+export class UsageError extends KubenoError {
   /**
    * @param message One line naming what was wrong.
    * @param command The command whose usage to point at, if known.

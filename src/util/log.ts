@@ -58,7 +58,7 @@ function rootLogger(): Logger | undefined {
 
 /**
  * A logger that loads nothing: LogTape (and the Node.js `util` it brings, ~6 MiB and 30 ms at
- * start, notes/issue-29-idle.md) is loaded by `configureLogging`. Until LogTape's root logger
+ * start, measured) is loaded by `configureLogging`. Until LogTape's root logger
  * exists nothing could be written (no sinks), so records are dropped, as LogTape would drop
  * them; from then on every call goes to LogTape's logger of the same category and properties.
  */

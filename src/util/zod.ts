@@ -101,6 +101,3 @@ export type ZodLooseObject<Shape extends Record<string, ZodType>> = ReturnType<
 
 /** The input type of a zod schema (what `parse` accepts): zod's own `z.input`. */
 export type ZodInput<T> = zod.input<T>;
-
-/** The output type of a zod schema (what `parse` returns): zod's own `z.output`. */
-export type ZodOutput<T> = zod.output<T>;

@@ -17,21 +17,6 @@ export function escapePointerToken(token: string): string {
 }
 
 /**
- * Splits a JSON pointer into unescaped tokens.
- *
- * @param pointer A pointer such as `/metadata/labels/app.kubernetes.io~1name`.
- * @returns The tokens.
- * @throws {SyntaxError} When the pointer is neither empty nor starts with `/`.
- */
-export function parsePointer(pointer: string): string[] {
-  if (pointer === "") return [];
-  if (!pointer.startsWith("/")) {
-    throw new SyntaxError(`Cannot parse JSON pointer "${pointer}": it must start with "/"`);
-  }
-  return pointer.slice(1).split("/").map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
-}
-
-/**
  * The JSON patch that turns `before` into `after`. Objects are diffed key by key; arrays
  * element by element over their common length, then trailing elements are removed (last
  * first) or appended.
@@ -44,45 +29,6 @@ export function diffJson(before: unknown, after: unknown): JsonPatchOperation[] 
   const ops: JsonPatchOperation[] = [];
   walk(toJson(before), toJson(after), "", ops);
   return ops;
-}
-
-/**
- * Applies a JSON patch (add, remove, replace, move, copy, test) to a copy of `doc`.
- *
- * @param doc The document.
- * @param ops The operations.
- * @returns The patched copy.
- * @throws {Error} When an operation's path does not exist or a `test` fails.
- */
-export function applyJsonPatch(doc: unknown, ops: readonly JsonPatchOperation[]): unknown {
-  let root = toJson(doc);
-  for (const op of ops) {
-    switch (op.op) {
-      case "add":
-        root = put(root, parsePointer(op.path), toJson(op.value), "add");
-        break;
-      case "replace":
-        root = put(root, parsePointer(op.path), toJson(op.value), "replace");
-        break;
-      case "remove":
-        root = remove(root, parsePointer(op.path));
-        break;
-      case "copy":
-        root = put(root, parsePointer(op.path), structuredClone(get(root, op.from)), "add");
-        break;
-      case "move": {
-        const value = get(root, op.from);
-        root = put(remove(root, parsePointer(op.from)), parsePointer(op.path), value, "add");
-        break;
-      }
-      case "test":
-        if (!equal(get(root, op.path), toJson(op.value))) {
-          throw new Error(`JSON patch test failed at "${op.path}"`);
-        }
-        break;
-    }
-  }
-  return root;
 }
 
 function toJson(value: unknown): Json {
@@ -132,56 +78,4 @@ function walk(a: Json, b: Json, path: string, ops: JsonPatchOperation[]): void {
     return;
   }
   ops.push({ op: "replace", path, value: b });
-}
-
-function get(root: Json, pointer: string): Json {
-  let cur = root;
-  for (const t of parsePointer(pointer)) {
-    if (Array.isArray(cur) && /^(0|[1-9]\d*)$/.test(t) && Number(t) < cur.length) {
-      cur = cur[Number(t)];
-    } else if (isObject(cur) && Object.hasOwn(cur, t)) cur = cur[t];
-    else throw new Error(`JSON patch path "${pointer}" does not exist`);
-  }
-  return cur;
-}
-
-function parentOf(root: Json, tokens: string[]): Json {
-  return get(root, tokens.slice(0, -1).map((t) => `/${escapePointerToken(t)}`).join(""));
-}
-
-function put(root: Json, tokens: string[], value: Json, mode: "add" | "replace"): Json {
-  if (tokens.length === 0) return value;
-  const parent = parentOf(root, tokens);
-  const last = tokens[tokens.length - 1];
-  if (Array.isArray(parent)) {
-    const i = last === "-" && mode === "add" ? parent.length : Number(last);
-    const max = mode === "add" ? parent.length : parent.length - 1;
-    if (!/^(0|[1-9]\d*|-)$/.test(last) || i > max) {
-      throw new Error(`JSON patch index "${last}" is out of bounds`);
-    }
-    if (mode === "add") parent.splice(i, 0, value);
-    else parent[i] = value;
-  } else if (isObject(parent)) {
-    if (mode === "replace" && !Object.hasOwn(parent, last)) {
-      throw new Error(`JSON patch path "/${tokens.join("/")}" does not exist`);
-    }
-    parent[last] = value;
-  } else {
-    throw new Error(`JSON patch parent of "/${tokens.join("/")}" is not a container`);
-  }
-  return root;
-}
-
-function remove(root: Json, tokens: string[]): Json {
-  if (tokens.length === 0) return null;
-  const parent = parentOf(root, tokens);
-  const last = tokens[tokens.length - 1];
-  if (Array.isArray(parent) && /^(0|[1-9]\d*)$/.test(last) && Number(last) < parent.length) {
-    parent.splice(Number(last), 1);
-  } else if (isObject(parent) && Object.hasOwn(parent, last)) {
-    delete parent[last];
-  } else {
-    throw new Error(`JSON patch path "/${tokens.join("/")}" does not exist`);
-  }
-  return root;
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { applyJsonPatch, diffJson, escapePointerToken, parsePointer } from "./_json_patch.ts";
+import { diffJson, escapePointerToken } from "./_json_patch.ts";
+import { applyJsonPatch, parsePointer } from "../../tests/_json_patch.ts";
 
 Deno.test("diffJson escapes ~ and / in pointers", () => {
   const ops = diffJson(

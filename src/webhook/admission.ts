@@ -49,6 +49,7 @@ import type { PolicyRule } from "../core/kinds_cluster.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { Resource } from "../core/resource.ts";
 import { webhookConfigurations, type WebhookManifestContext } from "./manifests.ts";
+import { KubenoError } from "../util/error.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
@@ -253,7 +254,7 @@ export interface AdmissionDeniedOptions {
  * if (err.code !== 403 || err.warnings[0] !== "big") throw new Error();
  * ```
  */
-export class AdmissionDenied extends Error {
+export class AdmissionDenied extends KubenoError {
   /** HTTP code reported to the client. */
   readonly code: number;
   /** Warnings for the client. */

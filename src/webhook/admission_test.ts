@@ -3,7 +3,7 @@ import { z } from "zod";
 import { admission, AdmissionDenied } from "./admission.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { defineResource } from "../schema/define_resource.ts";
-import { applyJsonPatch } from "./_json_patch.ts";
+import { applyJsonPatch } from "../../tests/_json_patch.ts";
 import type { JsonPatchOperation } from "../client/types.ts";
 
 const Myapp = defineResource({

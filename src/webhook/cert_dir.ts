@@ -14,11 +14,12 @@ import { getLogger } from "../util/log.ts";
 import { type Clock, realClock, type TimerId } from "../util/clock.ts";
 import type { CertificateSource, WebhookCertificate } from "./self_managed_certs.ts";
 import { checkCertificate } from "./server.ts";
+import { KubenoError } from "../util/error.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 
 /** A supplied certificate directory that cannot be used; the message names it and why. */
-export class CertificateDirError extends Error {
+export class CertificateDirError extends KubenoError {
   /**
    * @param message What is wrong, naming the directory.
    * @param options The standard `cause`.

@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { isConflict, isNotFound } from "../client/api_error.ts";
+import { isConflict, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import type { ConversionWebhookClientConfig } from "../core/crd.ts";
 import { CustomResourceDefinition } from "../core/kinds_cluster.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { statusReasonOf } from "../client/api_error.ts";
+import { statusReasonOf } from "../client/errors/api_error.ts";
 
 /** The kinds of field error the API server uses (apimachinery's `field.ErrorType`). */
 export type FieldErrorType =

@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { isAlreadyExists, isConflict, isNotFound } from "../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   MutatingWebhookConfiguration,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isConflict, isNotFound } from "../client/api_error.ts";
+import { isConflict, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import {
   MutatingWebhookConfiguration,

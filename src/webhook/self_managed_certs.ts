@@ -23,13 +23,14 @@
  */
 import { X509Certificate } from "node:crypto";
 import { getLogger } from "../util/log.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../client/errors/api_error.ts";
 import type { Client } from "../client/client.ts";
 import { type Clock, realClock, type TimerId } from "../util/clock.ts";
 import { Secret } from "../core/kinds.ts";
 import { createCa, issueCert } from "../util/x509.ts";
 import { checkCertificate } from "./server.ts";
 import { patchCaBundle } from "./register.ts";
+import { KubenoError } from "../util/error.ts";
 
 const log = getLogger(["kubeno", "webhook"]);
 const RENEW_AT = "kubeno.dev/renew-at";
@@ -249,7 +250,7 @@ export class SelfManagedCertificates implements CertificateSource, AsyncDisposab
     }
     for (let attempt = 0; !stored; attempt++) {
       if (attempt > 10) {
-        throw new Error(
+        throw new WebhookCertificatesError(
           `Cannot store webhook certificates in Secret "${o.namespace}/${o.secretName}": too many conflicts`,
         );
       }
@@ -427,4 +428,27 @@ export function selfManagedCertificates(
   options: SelfManagedCertificatesOptions,
 ): Promise<SelfManagedCertificates> {
   return new SelfManagedCertificates(client, options).start();
+}
+
+/**
+ * The self-managed webhook certificates could not be kept: their Secret could not be stored.
+ *
+ * @example The one-line message
+ * ```ts
+ * import { WebhookCertificatesError } from "./self_managed_certs.ts";
+ * const err = new WebhookCertificatesError("Cannot do it");
+ * if (err.name !== "WebhookCertificatesError" || err.message !== "Cannot do it") throw new Error(err.name);
+ * ```
+ */
+export class WebhookCertificatesError extends KubenoError {
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, one line.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "WebhookCertificatesError";
+  }
 }

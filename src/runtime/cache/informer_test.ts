@@ -1,6 +1,6 @@
 // Informer with a stand-in WatchClient: what its handlers are told, the store they read, and
 // its lifecycle (synced, stop, resync). The stand-in is a small copy of the watch layer's
-// (runtime/watch/_test_utils.ts), which another folder may not import.
+// (tests/_watch_feed.ts).
 import assert from "node:assert/strict";
 import { FakeClock } from "../../testing/fake_clock.ts";
 import type { ObjectList, RawWatchEvent } from "../../client/types.ts";

@@ -26,7 +26,7 @@
  * @module
  */
 import type { Client } from "../../client/client.ts";
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { Resource } from "../../core/resource.ts";
 import { CustomResourceDefinition } from "../../core/api/apiextensions/v1.ts";
 import type { ObjectEvent } from "../watch/watch.ts";
@@ -58,7 +58,7 @@ interface Followed {
  * ```ts
  * import { ServedKinds } from "./served_kinds.ts";
  * import { InformerFactory } from "./informer_factory.ts";
- * import { ApiError } from "../../client/api_error.ts";
+ * import { ApiError } from "../../client/errors/api_error.ts";
  * import { resource } from "../../core/resource.ts";
  * const Widget = resource({ group: "example.com", version: "v1", kind: "Widget" });
  * const client = {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import { resource } from "../../core/resource.ts";
 import type { CustomResourceDefinition } from "../../core/api/apiextensions/v1.ts";
 import type { ObjectEvent } from "../watch/watch.ts";

@@ -44,6 +44,7 @@ import { createManager, type Manager, type ManagerOptions } from "../manager/man
 import type { ClusterConfig, ClusterProvider } from "./provider.ts";
 import { type HubAccess, registerHub } from "./hub.ts";
 import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
+import { HealthCheckError } from "../manager/health.ts";
 
 const log = getLogger(["kubeno", "cluster"]);
 
@@ -256,7 +257,7 @@ export class Fleet implements AsyncDisposable {
     return () => {
       const hub = this.#hubInformers;
       if (hub && ![...hub.all()].every((i: Informer<any>) => i.hasSynced)) {
-        throw new Error("Hub caches not synced");
+        throw new HealthCheckError("Hub caches not synced");
       }
       const parts = this.clusters().map((c) =>
         `${c.name}: ${

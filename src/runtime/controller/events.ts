@@ -26,7 +26,7 @@
  * @module
  */
 import { getLogger } from "../../util/log.ts";
-import { ApiError, isNotFound } from "../../client/api_error.ts";
+import { ApiError, isNotFound } from "../../client/errors/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { Event } from "../../core/kinds.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import { type EventClient, EventRecorder } from "./events.ts";
 import { FakeClock } from "../../testing/fake_clock.ts";
 

@@ -26,7 +26,7 @@
  */
 import type { Client } from "../../client/client.ts";
 import type { MergePatch } from "../../client/types.ts";
-import { isNotFound } from "../../client/api_error.ts";
+import { isNotFound } from "../../client/errors/api_error.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
 import { inSpan } from "../../util/trace.ts";

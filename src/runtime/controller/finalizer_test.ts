@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import {
   addFinalizerPatch,

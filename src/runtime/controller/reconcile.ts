@@ -82,6 +82,7 @@ import {
   type CacheSpec,
   cacheSpecOf,
 } from "./caches.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
 export interface Requeue {
@@ -154,7 +155,7 @@ export function requeue(ms: number, options: RequeueOptions = {}): Requeue {
  * if (err.name !== "TerminalError" || !(err instanceof Error)) throw new Error();
  * ```
  */
-export class TerminalError extends Error {
+export class TerminalError extends KubenoError {
   /**
    * Creates the error.
    *

@@ -6,6 +6,7 @@ import type { ApplyObject } from "../../client/types.ts";
 import type { ConditionInput } from "../../core/conditions.ts";
 import type { CacheReader } from "../cache/reader.ts";
 import type { DependentKinds, ReconcileContext, ReconcileResult } from "../controller/reconcile.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /**
  * One dependent: a kind and how its object follows from the primary.
@@ -181,7 +182,7 @@ export interface DependentFailure {
  * if (!err.message.includes('"service"') || err.name !== "DependentsError") throw new Error();
  * ```
  */
-export class DependentsError extends Error {
+export class DependentsError extends KubenoError {
   /** Each failed dependent. */
   readonly failures: readonly DependentFailure[];
   /**

@@ -10,6 +10,7 @@
 import { type HttpEndpoint, serveHttp } from "../../util/http_server.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { InformerHealth } from "../cache/informer.ts";
+import { KubenoError } from "../../util/error.ts";
 
 export type { HttpEndpoint };
 
@@ -264,7 +265,9 @@ export function informersSynced(informers: () => Iterable<ProbedInformer>): Heal
   return () => {
     const waiting = [...informers()].filter((i) => !i.hasSynced).map((i) => i.resource.kind);
     if (waiting.length) {
-      throw new Error(`Informers not synced: ${waiting.map((k) => `"${k}"`).join(", ")}`);
+      throw new HealthCheckError(
+        `Informers not synced: ${waiting.map((k) => `"${k}"`).join(", ")}`,
+      );
     }
   };
 }
@@ -333,7 +336,7 @@ export function watchesNotStalled(
         stalled.push(`"${inf.resource.kind}" silent for ${silent} ms${why}`);
       }
     }
-    if (stalled.length) throw new Error(`Watch stalled: ${stalled.join(", ")}`);
+    if (stalled.length) throw new HealthCheckError(`Watch stalled: ${stalled.join(", ")}`);
   };
 }
 
@@ -341,9 +344,9 @@ export function watchesNotStalled(
 const CHECK_TIMEOUT_MS = 10_000;
 
 async function runCheck(check: HealthCheck, signal: AbortSignal): Promise<void | string> {
-  if (signal.aborted) throw new Error("Check timed out");
+  if (signal.aborted) throw new HealthCheckError("Check timed out");
   const { promise, reject } = Promise.withResolvers<never>();
-  const onAbort = () => reject(new Error("Check timed out"));
+  const onAbort = () => reject(new HealthCheckError("Check timed out"));
   signal.addEventListener("abort", onAbort, { once: true });
   try {
     return await Promise.race([check(signal), promise]);
@@ -357,4 +360,27 @@ function text(status: number, body: string): Response {
     status,
     headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" },
   });
+}
+
+/**
+ * A health or readiness check failed: the message is what `/healthz` or `/readyz` reports for it (informers not synced, a watch stalled, a check timed out, a leader that stopped renewing).
+ *
+ * @example The one-line message
+ * ```ts
+ * import { HealthCheckError } from "./health.ts";
+ * const err = new HealthCheckError("Cannot do it");
+ * if (err.name !== "HealthCheckError" || err.message !== "Cannot do it") throw new Error(err.name);
+ * ```
+ */
+export class HealthCheckError extends KubenoError {
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, one line.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "HealthCheckError";
+  }
 }

@@ -92,7 +92,7 @@ Deno.test("informersSynced() and watchesNotStalled() judge informers", () => {
   const signal = new AbortController().signal;
   assert.throws(
     () => informersSynced(() => [a, b])(signal),
-    /^Error: Informers not synced: "Secret"$/,
+    /^HealthCheckError: Informers not synced: "Secret"$/,
   );
   informersSynced(() => [a])(signal);
   const stalled = watchesNotStalled(() => [a, b], { maxSilenceMs: 5_000, clock });

@@ -5,12 +5,13 @@
  * @module
  */
 
-import { isConflict, isNotFound } from "../../client/api_error.ts";
+import { isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import { getLogger } from "../../util/log.ts";
 import { inSpan } from "../../util/trace.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /** The part of {@linkcode Client} leader election uses: reads and writes of one Lease. */
 export type LeaseClient = Pick<Client, "get" | "create" | "replace">;
@@ -214,11 +215,13 @@ export class LeaderElector implements AsyncDisposable {
    * @param signal Stops the election; a leader then releases the Lease (see
    * `releaseOnCancel`).
    * @returns Why it ended: `"lost"` or `"stopped"`.
-   * @throws {Error} When called a second time.
+   * @throws {LeaderElectionError} When called a second time.
    */
   run(signal?: AbortSignal): Promise<LeaderElectionEnd> {
     if (this.#running) {
-      throw new Error(`Cannot run leader elector for lease "${this.#describe()}": already ran`);
+      throw new LeaderElectionError(
+        `Cannot run leader elector for lease "${this.#describe()}": already ran`,
+      );
     }
     const stop = signal ? AbortSignal.any([signal, this.#stop.signal]) : this.#stop.signal;
     this.#running = this.#loop(stop);
@@ -247,13 +250,13 @@ export class LeaderElector implements AsyncDisposable {
    * means the renew loop is wedged.
    *
    * @param toleranceMs Extra time allowed past the lease duration.
-   * @throws {Error} When the leader's renewals are overdue.
+   * @throws {LeaderElectionError} When the leader's renewals are overdue.
    */
   check(toleranceMs = 0): void {
     if (!this.isLeader) return;
     const since = this.#clock.now() - this.#observedAt;
     if (since > this.#leaseMs + toleranceMs) {
-      throw new Error(
+      throw new LeaderElectionError(
         `Leader election for lease "${this.#describe()}" has not renewed for ${since} ms`,
       );
     }
@@ -527,4 +530,27 @@ function defaultIdentity(): string {
 // metav1.MicroTime: RFC 3339 with exactly six fractional digits.
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+/**
+ * A leader elector was misused (run twice) or, as a liveness check, found its own renewals overdue.
+ *
+ * @example The one-line message
+ * ```ts
+ * import { LeaderElectionError } from "./leader_election.ts";
+ * const err = new LeaderElectionError("Cannot do it");
+ * if (err.name !== "LeaderElectionError" || err.message !== "Cannot do it") throw new Error(err.name);
+ * ```
+ */
+export class LeaderElectionError extends KubenoError {
+  /**
+   * Creates the error.
+   *
+   * @param message What failed, one line.
+   * @param options The standard `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "LeaderElectionError";
+  }
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError, ConnectionError } from "../../client/api_error.ts";
+import { ApiError, ConnectionError } from "../../client/errors/api_error.ts";
 import { FakeClock } from "../../testing/fake_clock.ts";
 import type { Lease } from "../../core/kinds_cluster.ts";
 import {

@@ -51,6 +51,7 @@ import { type LeaderElector, leaderElector, type LeaderElectorOptions } from "./
 import { Lifecycle } from "./_lifecycle.ts";
 import type { Runnable } from "./runnable.ts";
 import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
+import { KubenoError } from "../../util/error.ts";
 
 const log = getLogger(["kubeno", "manager"]);
 
@@ -739,7 +740,7 @@ export class Manager implements AsyncDisposable {
 }
 
 /** Leadership (the Lease, or sharding membership) was lost: the manager stopped at once. */
-export class LeadershipLostError extends Error {
+export class LeadershipLostError extends KubenoError {
   /**
    * Creates the error.
    *

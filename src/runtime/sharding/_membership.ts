@@ -5,7 +5,7 @@
 import { getLogger } from "../../util/log.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import {
   ANNOTATION_SHARDS,
@@ -16,6 +16,7 @@ import {
   memberOf,
   microTime,
 } from "./_lease.ts";
+import { ShardingError } from "./sharding_error.ts";
 
 const log = getLogger(["kubeno", "sharding"]);
 const JITTER = 0.2;
@@ -69,7 +70,9 @@ export class Membership {
   check(): void {
     const since = this.#o.clock.now() - this.#lastRenew;
     if (this.#lease && since > this.#o.leaseMs) {
-      throw new Error(`Sharding member Lease "${this.leaseName}" not renewed for ${since} ms`);
+      throw new ShardingError(
+        `Sharding member Lease "${this.leaseName}" not renewed for ${since} ms`,
+      );
     }
   }
 

@@ -51,7 +51,7 @@ import { getLogger } from "../../util/log.ts";
 import { inSpan } from "../../util/trace.ts";
 import { type Clock, realClock, type TimerId } from "../../util/clock.ts";
 import type { Client } from "../../client/client.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../client/api_error.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../client/errors/api_error.ts";
 import { Lease } from "../../core/kinds_cluster.ts";
 import type { KubeObject } from "../../core/object.ts";
 import type { Resource } from "../../core/resource.ts";
@@ -72,6 +72,7 @@ import {
   shardOfLease,
 } from "./_lease.ts";
 import { Membership } from "./_membership.ts";
+import { ShardingError } from "./sharding_error.ts";
 
 const log = getLogger(["kubeno", "sharding"]);
 const JITTER = 0.2;
@@ -427,10 +428,10 @@ export class ShardCoordinator {
   /**
    * A liveness check: fails when membership was lost or renewals are overdue.
    *
-   * @throws {Error} When this replica cannot count on its membership.
+   * @throws {ShardingError} When this replica cannot count on its membership.
    */
   check(): void {
-    if (this.#lost) throw new Error(`Sharding membership lost: ${this.#lost}`);
+    if (this.#lost) throw new ShardingError(`Sharding membership lost: ${this.#lost}`);
     this.#membership.check();
   }
 
@@ -441,10 +442,10 @@ export class ShardCoordinator {
    *
    * @param signal Stops and leaves.
    * @returns How it ended.
-   * @throws {Error} When called twice.
+   * @throws {ShardingError} When called twice.
    */
   run(signal: AbortSignal): Promise<ShardingEnd> {
-    if (this.#running) throw new Error(`Cannot run shard coordinator "${this.name}" twice`);
+    if (this.#running) throw new ShardingError(`Cannot run shard coordinator "${this.name}" twice`);
     this.#running = this.#run(signal);
     return this.#running;
   }

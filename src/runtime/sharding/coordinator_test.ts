@@ -4,7 +4,7 @@
 // hash_range_test.ts.
 import assert from "node:assert/strict";
 import { FakeClock } from "../../testing/fake_clock.ts";
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { Client } from "../../client/client.ts";
 import type { RawWatchEvent } from "../../client/types.ts";
 import type { Lease } from "../../core/kinds_cluster.ts";

@@ -1,5 +1,5 @@
 // How watch() sorts failures into transient and persistent, and turns them into WatchErrors.
-import { ApiError, ConnectionError, isGone, type Status } from "../../client/api_error.ts";
+import { ApiError, ConnectionError, isGone, type Status } from "../../client/errors/api_error.ts";
 import type { Resource } from "../../core/resource.ts";
 import { describeQuery, type QueryLike, WatchError } from "./watch_error.ts";
 

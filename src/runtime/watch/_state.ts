@@ -2,7 +2,7 @@
 // step that does one thing (a paged list, opening a request, or taking one event from it)
 // and returns the next state with at most one output. Backing off after a failed step is
 // the `withBackoff` adapter's business, not the machine's.
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { RawWatchEvent } from "../../client/types.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { isExpired, toWatchError } from "./_classify.ts";

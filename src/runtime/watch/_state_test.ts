@@ -13,7 +13,7 @@ import {
   Feed,
   page,
   standIn,
-} from "./_test_utils.ts";
+} from "../../../tests/_watch_feed.ts";
 import type { WatchOptions } from "./types.ts";
 
 function setup(script: Parameters<typeof standIn>[0], options: WatchOptions = {}) {

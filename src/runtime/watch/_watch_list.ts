@@ -1,6 +1,6 @@
 // The streaming watch-list (KEP-3157) as watch() uses it: a watch with sendInitialEvents
 // that streams the current objects as ADDED events and ends them with an annotated BOOKMARK.
-import { ApiError } from "../../client/api_error.ts";
+import { ApiError } from "../../client/errors/api_error.ts";
 import type { KubeObject } from "../../core/object.ts";
 import { objectKey } from "../../core/object_key.ts";
 

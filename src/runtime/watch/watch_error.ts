@@ -4,6 +4,7 @@
  * @module
  */
 import type { Resource } from "../../core/resource.ts";
+import { KubenoError } from "../../util/error.ts";
 
 /** What a {@linkcode WatchError} carries besides its message. */
 export interface WatchErrorInit {
@@ -46,7 +47,7 @@ export interface WatchErrorInit {
  * if (err.name !== "WatchError" || !err.persistent) throw new Error();
  * ```
  */
-export class WatchError extends Error {
+export class WatchError extends KubenoError {
   /** The resource being watched. */
   readonly resource: Resource<any>;
   /** The namespace watched; absent for a watch across all namespaces. */

@@ -3,7 +3,15 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../testing/fake_clock.ts";
 import { configureLogging, resetLogging } from "../../util/log.ts";
-import { apiError, type CM, cm, ConfigMap, Feed, page, standIn } from "./_test_utils.ts";
+import {
+  apiError,
+  type CM,
+  cm,
+  ConfigMap,
+  Feed,
+  page,
+  standIn,
+} from "../../../tests/_watch_feed.ts";
 import { watch, type WatchEvent } from "./watch.ts";
 import { WatchError } from "./watch_error.ts";
 

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { isConflict } from "../../../client/api_error.ts";
+import { isConflict } from "../../../client/errors/api_error.ts";
 import type { Client } from "../../../client/client.ts";
 import { compareResourceVersions, type KubeObject } from "../../../core/object.ts";
 import { objectKey } from "../../../core/object_key.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { isNotFound } from "../../../client/api_error.ts";
+import { isNotFound } from "../../../client/errors/api_error.ts";
 import type { ApplyObject, MergePatch } from "../../../client/types.ts";
 import type { KubeObject } from "../../../core/object.ts";
 import type { Resource } from "../../../core/resource.ts";

@@ -75,6 +75,7 @@ import type { WorkQueue } from "../../queue/workqueue.ts";
 import type { Cause } from "../metrics_hooks.ts";
 import type { Controller, WatchSpec } from "../reconcile.ts";
 import { assemble, type ControllerRuntimeOptions, type Stages } from "./assemble.ts";
+import { ControllerError } from "../controller_error.ts";
 
 const RESYNC_RETRY_MS = 1_000;
 
@@ -231,7 +232,7 @@ export class ControllerRuntime<T extends KubeObject> {
       }
     }
     if (this.#stopping) {
-      throw new Error(`Cannot start controller "${this.controller.name}": stopped`);
+      throw new ControllerError(`Cannot start controller "${this.controller.name}": stopped`);
     }
     this.#started = true;
     const { maxConcurrent, reservedWorkers = 0 } = this.controller;
@@ -261,7 +262,7 @@ export class ControllerRuntime<T extends KubeObject> {
       timeoutMs,
       `Controller "${name}" stopped: ${why}`,
     );
-    this.#stopStart.abort(new Error(`Controller "${name}" was stopped`));
+    this.#stopStart.abort(new ControllerError(`Controller "${name}" was stopped`));
     this.#stages.sources.stop();
     this.#stages.gate.stop();
     const timeout = new AbortController();
@@ -275,7 +276,7 @@ export class ControllerRuntime<T extends KubeObject> {
         "Controller {controller} gave up waiting for {active} reconciles after {timeoutMs} ms",
         { controller: name, active: this.#stages.workers.active, timeoutMs },
       );
-      this.#abort.abort(new Error(`Controller "${name}" shutdown timed out`));
+      this.#abort.abort(new ControllerError(`Controller "${name}" shutdown timed out`));
     }
     await Promise.race([this.#stages.events.flush(), this.#clock.sleep(0)]);
     return ok;

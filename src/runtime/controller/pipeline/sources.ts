@@ -41,6 +41,7 @@ import type { Cause, ControllerMetricsHooks } from "../metrics_hooks.ts";
 import type { Predicate } from "../predicates.ts";
 import type { Controller, WatchSpec } from "../reconcile.ts";
 import type { ControllerInformers } from "./informers.ts";
+import { ControllerError } from "../controller_error.ts";
 import type { Intake } from "./intake.ts";
 import { type KeyedEvent, trackKey, type WriteGate } from "./write_gate.ts";
 
@@ -357,7 +358,7 @@ export class Sources<T extends KubeObject> {
 
   /** Stops every source: no handler, external source or served kind queues a key after it. */
   stop(): void {
-    this.#stop.abort(new Error(`Controller "${this.#init.controller.name}" was stopped`));
+    this.#stop.abort(new ControllerError(`Controller "${this.#init.controller.name}" was stopped`));
     for (const key of [...this.#wired.keys()]) this.#unwire(key);
   }
 
