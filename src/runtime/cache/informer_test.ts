@@ -1,50 +1,13 @@
 // Informer with a stand-in WatchClient: what its handlers are told, the store they read, and
-// its lifecycle (synced, stop, resync). The stand-in is a small copy of the watch layer's
+// its lifecycle (synced, stop, resync). The objects and watch feeds are the watch layer's
 // (tests/_watch_feed.ts).
 import assert from "node:assert/strict";
 import { FakeClock } from "../../testing/fake_clock.ts";
 import type { ObjectList, RawWatchEvent } from "../../client/types.ts";
 import type { KubeObject } from "../../core/object.ts";
-import { resource } from "../../core/resource.ts";
+import { type CM, cm, ConfigMap, Feed, page } from "../../../tests/_watch_feed.ts";
 import type { ObjectEvent, WatchClient } from "../watch/watch.ts";
 import { Informer, informer } from "./informer.ts";
-
-const ConfigMap = resource({ group: "", version: "v1", kind: "ConfigMap" });
-type CM = KubeObject;
-
-/** A ConfigMap in namespace `ns` at `resourceVersion`. */
-function cm(name: string, resourceVersion: string): CM {
-  return { metadata: { name, namespace: "ns", resourceVersion } };
-}
-
-/** A list page. */
-function page(resourceVersion: string, items: CM[]): ObjectList<CM> {
-  return { metadata: { resourceVersion }, items };
-}
-
-/** The events of one watch request, fed by the test; `"end"` closes it. It waits while empty. */
-class Feed {
-  readonly #items: (RawWatchEvent<CM> | "end")[] = [];
-  #wake: (() => void) | undefined;
-
-  constructor(items: (RawWatchEvent<CM> | "end")[] = []) {
-    this.#items.push(...items);
-  }
-
-  push(...items: (RawWatchEvent<CM> | "end")[]): void {
-    this.#items.push(...items);
-    this.#wake?.();
-  }
-
-  async *events(): AsyncGenerator<RawWatchEvent<CM>> {
-    for (;;) {
-      while (this.#items.length === 0) await new Promise<void>((r) => this.#wake = r);
-      const item = this.#items.shift()!;
-      if (item === "end") return;
-      yield item;
-    }
-  }
-}
 
 /** A watch `ERROR` event: the resourceVersion expired (410), so the stream lists again. */
 const expired: RawWatchEvent<CM> = { type: "ERROR", object: { code: 410, reason: "Expired" } };
