@@ -34,7 +34,10 @@ export interface Carrier<R> {
    * @throws The signal's reason when `request.signal` aborted.
    */
   send(request: CarrierRequest): Promise<R>;
-  /** Closes the idle kept-alive connections; the carrier stays usable. */
+  /**
+   * Closes the idle connections and those of one-shot requests in flight (streams keep theirs);
+   * the carrier stays usable.
+   */
   reset(): void;
   /** Closes every connection; later requests fail. */
   close(): void;
