@@ -10,6 +10,7 @@ import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { reconcile } from "../src/runtime/controller/reconcile.ts";
 import { createFleet } from "../src/runtime/cluster/fleet.ts";
+import { createManager } from "../src/runtime/manager/manager.ts";
 import { fixedClusters } from "../src/runtime/cluster/provider.ts";
 import { startControlPlane } from "../src/testing/control_plane.ts";
 
@@ -48,12 +49,13 @@ const rows: string[] = [];
 const base = await heap();
 for (const members of [1, 2, 4]) {
   const fleet = createFleet({
-    controllers: [controller],
     clusters: fixedClusters(
       Array.from({ length: members }, (_, i) => ({ name: `m${i}`, kubeconfig: cp.kubeconfigPath })),
     ),
   });
-  const running = fleet.start();
+  // The hub is the same control plane; it holds no reads here.
+  const manager = createManager({ client, controllers: [controller], fleet });
+  const running = manager.start();
   while (fleet.clusters().filter((c) => c.ready).length < members) {
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -62,7 +64,7 @@ for (const members of [1, 2, 4]) {
   rows.push(
     `| ${members} | ${N} | ${MiB(used)} | ${MiB(used / members)} | ${MiB(now.rss - base.rss)} |`,
   );
-  await fleet.stop();
+  await manager.stop();
   await running;
 }
 const after = await heap();

@@ -24,6 +24,7 @@
  * @module
  */
 import { ConfigMap, Namespace, operator, reconcile } from "../mod.ts";
+import { createManager, type Manager } from "../runtime/manager.ts";
 import {
   createFleet,
   type Fleet,
@@ -57,24 +58,24 @@ export const pushSettings = reconcile(Namespace, {
 });
 
 /**
- * The fleet: {@linkcode pushSettings} on every member the hub's Secrets name.
+ * The fleet: {@linkcode pushSettings} on every member the hub's Secrets name, run by one
+ * manager whose client is the hub.
  *
  * @param hub The hub's client.
  * @param options More fleet options (metrics, `owns` for replicas).
- * @returns The fleet, not started.
+ * @returns The manager (start and stop it) and its fleet (the members' state), not started.
  */
 export function fleetOperator(
   hub: Client,
-  options: Partial<Omit<FleetOptions, "hub" | "controllers">> = {},
-): Fleet {
-  return createFleet({
+  options: Partial<FleetOptions> = {},
+): { manager: Manager; fleet: Fleet } {
+  const fleet = createFleet({
     ...options,
-    hub,
-    controllers: [pushSettings],
     clusters: options.clusters ?? kubeconfigSecrets({ namespace: FLEET_NAMESPACE }),
     hubReads: [ConfigMap],
     hubNamespace: FLEET_NAMESPACE,
   });
+  return { manager: createManager({ client: hub, controllers: [pushSettings], fleet }), fleet };
 }
 
 /** The operator program: `run` engages the members of the hub's kubeconfig Secrets. */

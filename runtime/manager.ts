@@ -46,6 +46,8 @@ export {
   type MissingKind,
 } from "../src/runtime/manager/manager.ts";
 export type { Runnable, RunnableContext, RunnableGroup } from "../src/runtime/manager/runnable.ts";
+export { ClusterScope, type ClusterScopeOptions } from "../src/runtime/manager/cluster_scope.ts";
+export type { MemberClusters, MemberHost } from "../src/runtime/manager/members.ts";
 export {
   type LeaderElectionEnd,
   LeaderElectionError,

@@ -5,107 +5,20 @@
 // closes its watches (that API server's own gauge) while the others keep converging; a member
 // whose API server is stopped does not delay the others' reconciles.
 import assert from "node:assert/strict";
-import { type ControlPlane, startControlPlane } from "../testing.ts";
+import { startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { ConfigMap, Event, Namespace, Secret } from "../src/core/kinds.ts";
-import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
-import { FLEET_NAMESPACE, fleetOperator, SYNC_LABEL } from "../examples/fleet.ts";
-import { toYaml } from "../src/util/yaml.ts";
+import { FLEET_NAMESPACE, fleetOperator } from "../examples/fleet.ts";
+import { operatorKubeconfig, register, settings, syncedNamespace } from "./_fleet.ts";
 import { clusterMetrics } from "../src/metrics/cluster_metrics.ts";
 import { Registry } from "../src/metrics/registry.ts";
-import { serverWatches, startExample, uniqueName, waitFor } from "./_helpers.ts";
+import { serverWatches, startExample, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 
 /** Watches of `resource` open in a control plane's kube-apiserver, by its own gauge. */
 const watches = serverWatches;
-
-const printed = new Map<string, Promise<string>>();
-/**
- * `deno run -A examples/fleet.ts manifests` (the hub's set) or `manifests --member`, run as
- * the README and the example's module doc write them.
- */
-function printedManifests(set: "hub" | "member"): Promise<string> {
-  let text = printed.get(set);
-  if (!text) {
-    text = (async () => {
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          "examples/fleet.ts",
-          "manifests",
-          ...(set === "member" ? ["--member"] : []),
-        ],
-        cwd: new URL("../", import.meta.url).pathname,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const dec = new TextDecoder();
-      assert.equal(out.code, 0, dec.decode(out.stderr));
-      const yaml = dec.decode(out.stdout);
-      assert.match(yaml, /kind: ServiceAccount/);
-      assert.equal(yaml.includes("kind: Deployment"), set === "hub", "only the hub set deploys");
-      return yaml;
-    })();
-    printed.set(set, text);
-  }
-  return text;
-}
-
-/**
- * Applies one of the example's manifest sets on `cp` (`manifests` or `manifests --member`) and
- * returns a kubeconfig holding a token of the operator's ServiceAccount there: the operator
- * runs with only the RBAC the manifests grant.
- */
-async function operatorKubeconfig(cp: ControlPlane, set: "hub" | "member"): Promise<string> {
-  const file = `${cp.dir}/fleet-${set}.yaml`;
-  await Deno.writeTextFile(file, await printedManifests(set));
-  const applied = await cp.kubectl("apply", "-f", file);
-  assert.equal(applied.code, 0, applied.stderr);
-  const token = await cp.request(
-    "POST",
-    `/api/v1/namespaces/${FLEET_NAMESPACE}/serviceaccounts/fleet-operator/token`,
-    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
-  );
-  assert.equal(token.status, 201);
-  return toYaml([{
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{
-      name: "c",
-      cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
-    }],
-    users: [{ name: "fleet-operator", user: { token: token.body.status.token } }],
-    contexts: [{ name: "c", context: { cluster: "c", user: "fleet-operator" } }],
-    "current-context": "c",
-  }]);
-}
-
-/** Registers member `name`: its kubeconfig as a labelled Secret on the hub. */
-async function register(hub: Client, name: string, text: string): Promise<void> {
-  await hub.create(Secret, {
-    metadata: { name, namespace: FLEET_NAMESPACE, labels: { [KUBECONFIG_SECRET_LABEL]: "true" } },
-    data: { kubeconfig: btoa(text) },
-  });
-}
-
-/** A Namespace labelled for the settings; resolves with its name. */
-async function syncedNamespace(client: Client, prefix: string): Promise<string> {
-  const name = uniqueName(prefix);
-  await client.create(Namespace, { metadata: { name, labels: { [SYNC_LABEL]: "true" } } });
-  return name;
-}
-
-/** The settings ConfigMap's data in `ns`, or undefined. */
-async function settings(client: Client, ns: string): Promise<Record<string, string> | undefined> {
-  try {
-    return (await client.get(ConfigMap, "fleet-settings", { namespace: ns })).data;
-  } catch {
-    return undefined;
-  }
-}
 
 Deno.test("a fleet engages and disengages member clusters at run time", async (t) => {
   const [hubCp, m1, m2] = await Promise.all([
@@ -123,7 +36,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
   using operatorHub = await createClient({ kubeconfig: hubConfig });
   const registry = new Registry();
   const metrics = clusterMetrics(registry);
-  const fleet = fleetOperator(operatorHub, {
+  const { manager, fleet } = fleetOperator(operatorHub, {
     metrics: metrics.hooks,
     onCluster: metrics.onCluster,
     unreachableAfterMs: 3_000,
@@ -137,7 +50,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
     const m2Before = await watches(m2, "namespaces");
     await register(hub, "member-1", await operatorKubeconfig(m1, "member"));
     await register(hub, "member-2", await operatorKubeconfig(m2, "member"));
-    const running = fleet.start();
+    const running = manager.start();
     running.catch(() => {});
 
     let ns1 = "", ns2 = "";
@@ -281,7 +194,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
       assert.equal((await settings(c1, ns))?.mode, "slow");
     });
 
-    await fleet.stop();
+    await manager.stop();
     await running;
     assert.deepEqual(fleet.clusters(), [], "every cluster was disengaged");
 
@@ -469,7 +382,7 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
       },
     );
   } finally {
-    await fleet.stop();
+    await manager.stop();
     await Promise.all([hubCp, m1, m2].map((cp) => cp.stop()));
   }
 });

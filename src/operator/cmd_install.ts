@@ -207,6 +207,7 @@ async function providerMembers(
     signal: stop.signal,
     engage: (name, config) => void members.set(name, config),
     disengage: (name) => void members.delete(name),
+    invalid: (name) => void members.delete(name),
     synced: () => synced.resolve(),
   });
   running.catch((err) => synced.reject(err));

@@ -33,7 +33,8 @@ interface Pair {
  * `stall(true)`, no byte is forwarded in either direction on the connections that were open
  * then, and the proxy closes none of them, like a network path that died without a reset.
  * Connections made later work normally, as a fresh connection over a healthy path would.
- * With `failNewConnections(ms)`, connections made later are held silent for `ms` and closed.
+ * With `failNewConnections(ms)`, connections made later are held silent for `ms` and closed;
+ * with `delay(ms)`, every chunk on every connection is held `ms` before it is forwarded.
  *
  * @example Dropping connections
  * ```ts
@@ -65,6 +66,7 @@ export class FaultProxy implements AsyncDisposable {
   #upstreamFailures = 0;
   #closed = false;
   #failNewAfterMs: number | undefined;
+  #delayMs = 0;
 
   /**
    * Prefer {@linkcode startFaultProxy}.
@@ -168,6 +170,17 @@ export class FaultProxy implements AsyncDisposable {
   }
 
   /**
+   * Makes every connection slow, open ones too: each chunk of bytes, in either direction, is
+   * held `ms` before it is forwarded (in order), as a distant or congested API server is.
+   * `0` forwards at once again.
+   *
+   * @param ms How long each chunk is held, in milliseconds.
+   */
+  delay(ms: number): void {
+    this.#delayMs = ms;
+  }
+
+  /**
    * Stops listening and closes every connection.
    *
    * @returns A promise that resolves once everything is closed.
@@ -247,6 +260,8 @@ export class FaultProxy implements AsyncDisposable {
         while (pair.stalled && !pair.isClosed) {
           await Promise.race([pair.stalled.promise, pair.closed.promise]);
         }
+        if (pair.isClosed) break;
+        if (this.#delayMs > 0) await new Promise((r) => setTimeout(r, this.#delayMs));
         if (pair.isClosed) break;
         for (let off = 0; off < n;) off += await to.write(buf.subarray(off, n));
       }

@@ -13,6 +13,7 @@ import {
   workqueueMetrics,
 } from "../../metrics/controller_metrics.ts";
 import { registerProcessMetrics } from "../../metrics/process_metrics.ts";
+import { type ClusterMetrics, clusterMetrics } from "../../metrics/cluster_metrics.ts";
 import { shardingMetrics, type ShardSample } from "../../metrics/sharding_metrics.ts";
 import type { ShardingMetrics } from "../../runtime/sharding/coordinator.ts";
 import type { Informer } from "../../runtime/cache/informer.ts";
@@ -25,8 +26,10 @@ export interface OperatorMetrics {
   registry: Registry;
   /** The client's `onRequest`. */
   onRequest: (metric: RequestMetric) => void;
-  /** The manager's `metrics`. */
-  manager: ControllerMetricsHooks;
+  /** The manager's `metrics`; none for a fleet, whose controllers' are per cluster. */
+  manager?: ControllerMetricsHooks;
+  /** A fleet's per-cluster families (`kubeno_cluster_*` and the controllers' own). */
+  clusters?: ClusterMetrics;
   /**
    * The leader elector's `metrics`.
    * @param lease The Lease's name.
@@ -56,82 +59,31 @@ export interface OperatorMetrics {
 }
 
 /**
- * The registry of a fleet operator: process and client families only. The controllers' own
- * families are defined per cluster, with a `cluster` label, by `clusterMetrics`; defining them
- * here too, without it, would clash.
- *
- * @returns The registry and the hub client's `onRequest`.
- */
-export function fleetOperatorMetrics(): Pick<OperatorMetrics, "registry" | "onRequest"> {
-  const registry = new Registry();
-  registerProcessMetrics(registry);
-  return { registry, onRequest: restClientMetrics(registry) };
-}
-
-/**
  * Creates the registry with process metrics and the adapters that fill it.
  *
  * @param options `shards`: the number of virtual shards of a sharded operator, which adds the
- * sharding families.
+ * sharding families. `fleet`: the controllers run on member clusters, so their families are
+ * defined per cluster, with a `cluster` label (`clusterMetrics`), instead of for the manager;
+ * defining both would clash.
  * @returns The registry and hooks.
  */
-export function operatorMetrics(options: { shards?: number } = {}): OperatorMetrics {
+export function operatorMetrics(
+  options: { shards?: number; fleet?: boolean } = {},
+): OperatorMetrics {
   const registry = new Registry();
   registerProcessMetrics(registry);
   const sharded = options.shards ? shardingMetrics(registry, options.shards) : undefined;
   let shardOf: ((controller: string, key: string) => number | undefined) | undefined;
-  const per = new Map<string, ReturnType<typeof controllerMetrics>>();
-  const active = new Map<string, number>();
-  const of = (controller: string) => {
-    let m = per.get(controller);
-    if (!m) per.set(controller, m = controllerMetrics(registry, controller));
-    return m;
+  const onReconcile = (controller: string, key: string, result: string) => {
+    const shard = shardOf?.(controller, key);
+    if (shard !== undefined) sharded?.reconciled(controller, shard, result);
   };
-  const own = ownWriteMetrics(registry);
-  const runs = registry.counter({
-    name: "kubeno_controller_background_runs_total",
-    help:
-      "Runs of a controller's timers and daemons by result: success, error (a daemon then restarts), skipped (a timer tick while its key was being reconciled)",
-    labelNames: ["controller", "kind", "name", "result"],
-  });
-  const daemons = registry.gauge({
-    name: "kubeno_controller_daemons_running",
-    help: "Daemons running now, one per object, by controller and daemon",
-    labelNames: ["controller", "name"],
-  });
-  const kinds = registry.gauge({
-    name: "kubeno_controller_kind_served",
-    help:
-      "Whether the API server serves an optional kind a controller caches (1), or the controller runs without it (0)",
-    labelNames: ["controller", "group", "version", "kind"],
-  });
   return {
     registry,
     onRequest: restClientMetrics(registry),
-    manager: {
-      ...own,
-      reconcile(s) {
-        const result = s.result === "terminal" ? "error" : s.result;
-        of(s.controller).reconciled(result, s.seconds, s.result === "terminal");
-        const shard = shardOf?.(s.controller, s.key);
-        if (shard !== undefined) sharded?.reconciled(s.controller, shard, result);
-      },
-      timeout: (controller) => of(controller).timedOut(),
-      activeWorkers(controller, n) {
-        const delta = n - (active.get(controller) ?? 0);
-        active.set(controller, n);
-        for (let i = 0; i < Math.abs(delta); i++) of(controller).activeWorkers(delta > 0 ? 1 : -1);
-      },
-      workqueue: (controller) => workqueueMetrics(registry, controller),
-      background: (b) =>
-        runs.inc({ controller: b.controller, kind: b.kind, name: b.name, result: b.result }),
-      daemonsRunning: (controller, name, delta) => daemons.inc({ controller, name }, delta),
-      kindServed: (controller, res, served) =>
-        kinds.set(
-          { controller, group: res.group, version: res.version, kind: res.kind },
-          served ? 1 : 0,
-        ),
-    },
+    ...(options.fleet
+      ? { clusters: clusterMetrics(registry) }
+      : { manager: managerHooks(registry, onReconcile) }),
     leaderElection: (lease) => leaderElectionMetrics(registry, lease),
     webhook: webhookMetrics(registry),
     caches(informers) {
@@ -162,6 +114,61 @@ export function operatorMetrics(options: { shards?: number } = {}): OperatorMetr
       shardOf = (controller, key) => source.shardOf(controller, key);
       sharded?.collect(() => source.shardStats());
     },
+  };
+}
+
+/** The manager's controller families with controller-runtime's names, and kubeno's own. */
+function managerHooks(
+  registry: Registry,
+  onReconcile: (controller: string, key: string, result: string) => void,
+): ControllerMetricsHooks {
+  const per = new Map<string, ReturnType<typeof controllerMetrics>>();
+  const active = new Map<string, number>();
+  const of = (controller: string) => {
+    let m = per.get(controller);
+    if (!m) per.set(controller, m = controllerMetrics(registry, controller));
+    return m;
+  };
+  const own = ownWriteMetrics(registry);
+  const runs = registry.counter({
+    name: "kubeno_controller_background_runs_total",
+    help:
+      "Runs of a controller's timers and daemons by result: success, error (a daemon then restarts), skipped (a timer tick while its key was being reconciled)",
+    labelNames: ["controller", "kind", "name", "result"],
+  });
+  const daemons = registry.gauge({
+    name: "kubeno_controller_daemons_running",
+    help: "Daemons running now, one per object, by controller and daemon",
+    labelNames: ["controller", "name"],
+  });
+  const kinds = registry.gauge({
+    name: "kubeno_controller_kind_served",
+    help:
+      "Whether the API server serves an optional kind a controller caches (1), or the controller runs without it (0)",
+    labelNames: ["controller", "group", "version", "kind"],
+  });
+  return {
+    ...own,
+    reconcile(s) {
+      const result = s.result === "terminal" ? "error" : s.result;
+      of(s.controller).reconciled(result, s.seconds, s.result === "terminal");
+      onReconcile(s.controller, s.key, result);
+    },
+    timeout: (controller) => of(controller).timedOut(),
+    activeWorkers(controller, n) {
+      const delta = n - (active.get(controller) ?? 0);
+      active.set(controller, n);
+      for (let i = 0; i < Math.abs(delta); i++) of(controller).activeWorkers(delta > 0 ? 1 : -1);
+    },
+    workqueue: (controller) => workqueueMetrics(registry, controller),
+    background: (b) =>
+      runs.inc({ controller: b.controller, kind: b.kind, name: b.name, result: b.result }),
+    daemonsRunning: (controller, name, delta) => daemons.inc({ controller, name }, delta),
+    kindServed: (controller, res, served) =>
+      kinds.set(
+        { controller, group: res.group, version: res.version, kind: res.kind },
+        served ? 1 : 0,
+      ),
   };
 }
 

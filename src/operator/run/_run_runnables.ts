@@ -138,7 +138,7 @@ export function runRunnables(p: RunParts): Runnable[] {
         remainingMs: p.remainingMs(),
         setting: startupSetting(settings.startupTimeoutMs),
         synced: () => p.manager().ready(),
-        informers: () => p.manager().informers?.all(),
+        informers: () => p.manager().caches(),
         onExpired: (err) => fail(err),
       });
     },

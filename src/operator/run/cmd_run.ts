@@ -40,8 +40,8 @@
  * @module
  */
 import { EXIT } from "../../util/args.ts";
-import { fleetOperatorMetrics, operatorMetrics, serveOperatorMetrics } from "./_metrics.ts";
-import { operatorProbes } from "./_run_runnables.ts";
+import { operatorMetrics } from "./_metrics.ts";
+import { operatorProbes, runRunnables } from "./_run_runnables.ts";
 import {
   type Command,
   type CommandContext,
@@ -50,19 +50,13 @@ import {
 } from "../command/command.ts";
 import { createManager, LeadershipLostError, type Manager } from "../../runtime/manager/manager.ts";
 import { ApiServerWait } from "../command/api_server_wait.ts";
-import { awaitApiServer, startupSetting } from "./startup.ts";
-import { firstLine } from "../../util/cli_io.ts";
-import { ConnectionError } from "../../client/errors/api_error.ts";
-import { runPlace } from "./run_settings.ts";
-import { RUN_FLAGS, runSettings } from "./run_settings.ts";
-import { runRunnables } from "./_run_runnables.ts";
+import { awaitApiServer, awaitHub } from "./startup.ts";
+import { RUN_FLAGS, runPlace, runSettings } from "./run_settings.ts";
 import { sizeHeap } from "./heap_sizing.ts";
-import { getLogger } from "../../util/log.ts";
-import { createFleet } from "../../runtime/cluster/fleet.ts";
-import { clusterMetrics } from "../../metrics/cluster_metrics.ts";
-import { HealthCheckError, HealthChecks, serveProbes } from "../../runtime/manager/health.ts";
-
-const log = getLogger(["kubeno", "operator"]);
+import { operatorFleet } from "./fleet_members.ts";
+import { replicaIdentity } from "../../runtime/sharding/coordinator.ts";
+import { stopSignals } from "./stop_signals.ts";
+import { HealthCheckError } from "../../runtime/manager/health.ts";
 
 /** The `run` command. */
 export const runCommand: Command = {
@@ -135,7 +129,6 @@ in the operator's namespace: each member is engaged by one replica at a time, an
 (drained) by it before another takes it; --shard-* flags as above.`,
   flags: RUN_FLAGS,
   async run(ctx: CommandContext): Promise<number> {
-    if (ctx.def.fleet) return await runFleet(ctx);
     const settings = runSettings(ctx.def, ctx.flags);
     // First, before anything connects or listens: this may replace the process (see there).
     sizeHeap(settings.memoryLimit);
@@ -145,17 +138,40 @@ in the operator's namespace: each member is engaged by one replica at a time, an
       const { readCertificateDir } = await import("../../webhook/cert_dir.ts");
       await readCertificateDir(settings.webhook.certPath);
     }
-    const metrics = operatorMetrics({ shards: settings.sharding?.shards });
+    // A fleet operator's client is the hub; its controllers run on the members (see there).
+    const fleeting = ctx.def.fleet !== undefined;
+    const sh = settings.sharding;
+    const metrics = operatorMetrics({ shards: fleeting ? undefined : sh?.shards, fleet: fleeting });
     using client = await connect(ctx, { onRequest: metrics.onRequest });
     // Outside a cluster nothing may depend on the operator's namespace: see run_settings.ts.
     const place = runPlace(ctx, client, settings);
     using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
     const le = settings.leaderElection;
-    const sh = settings.sharding;
+    // A fleet's member Leases go where `manifests` grants them, in or out of a cluster.
+    const identity = sh && fleeting ? sh.identity ?? replicaIdentity() : sh?.identity;
+    const fleet = fleeting ? operatorFleet(ctx, settings, metrics.clusters!, identity) : undefined;
     // Probes and metrics are served from the first wait for the API server on (`serve()`),
     // so that a kubelet sees the process alive (and not ready) meanwhile; a refusal before
     // that (404, 401, 403) exits with its one line and nothing else.
     let startup: ApiServerWait | undefined;
+    let reached = false;
+    const probes = operatorProbes({
+      informers: () => manager.caches(),
+      stopping: () => manager.stopping,
+      elector: () => manager.elector,
+      ...(sh ? { sharding: () => manager.sharding } : {}),
+      missingKinds: () => manager.missingKinds(),
+      watchStallTimeoutMs: settings.watchStallTimeoutMs,
+    });
+    if (fleet) {
+      // Until the hub answered, `/readyz` fails here; `clusters` lists the members without
+      // failing on one: one member's outage must not take the replica out of service.
+      probes.addReadyz("hub", () => {
+        if (!reached) {
+          throw new HealthCheckError(`Waiting for the hub's API server ${client.server}`);
+        }
+      }).addReadyz("clusters", fleet.readyzCheck());
+    }
     const manager: Manager = createManager({
       client,
       controllers: ctx.def.controllers,
@@ -163,9 +179,14 @@ in the operator's namespace: each member is engaged by one replica at a time, an
       metrics: metrics.manager,
       shutdownTimeoutMs: settings.shutdownTimeoutMs,
       leaderElection: le && { ...le, metrics: metrics.leaderElection(le.name) },
-      sharding: sh &&
-        { ...sh, namespace: sh.namespace ?? place.namespace, metrics: metrics.sharding },
-      startup: ({ signal, serve }) => {
+      sharding: sh && {
+        ...sh,
+        identity,
+        namespace: sh.namespace ?? (fleet ? operatorNamespace(ctx) : place.namespace),
+        metrics: metrics.sharding,
+      },
+      fleet,
+      startup: async ({ signal, serve }) => {
         startup = new ApiServerWait({
           timeoutMs: settings.startupTimeoutMs,
           flag: "--startup-timeout",
@@ -173,7 +194,10 @@ in the operator's namespace: each member is engaged by one replica at a time, an
           signal,
           onWaiting: (waiting) => void (waiting && serve()),
         });
-        return awaitApiServer(client, ctx.def, settings.watchNamespaces, startup);
+        await (fleet
+          ? awaitHub(client, startup)
+          : awaitApiServer(client, ctx.def, settings.watchNamespaces, startup));
+        reached = true;
       },
       runnables: runRunnables({
         ctx,
@@ -183,18 +207,11 @@ in the operator's namespace: each member is engaged by one replica at a time, an
         place,
         manager: () => manager,
         remainingMs: () => startup?.remainingMs ?? settings.startupTimeoutMs,
-        probes: operatorProbes({
-          informers: () => manager.informers?.all(),
-          stopping: () => manager.stopping,
-          elector: () => manager.elector,
-          ...(sh ? { sharding: () => manager.sharding } : {}),
-          missingKinds: () => manager.missingKinds(),
-          watchStallTimeoutMs: settings.watchStallTimeoutMs,
-        }),
+        probes,
       }),
     });
-    if (sh) metrics.shards(manager);
-    metrics.caches(() => manager.informers?.all());
+    if (sh && !fleet) metrics.shards(manager);
+    metrics.caches(() => manager.caches());
     try {
       await manager.start(signals.signal);
       return EXIT.ok;
@@ -207,232 +224,3 @@ in the operator's namespace: each member is engaged by one replica at a time, an
     }
   },
 };
-
-// SIGINT and SIGTERM: the first stops gracefully, a second one exits at once with code 1
-// through the `exit` the program's entry hands down (the only code that ends the process).
-/** How long after a stopping signal another one counts as its echo, not a new request. */
-const ECHO_WINDOW_MS = 1_000;
-
-/** Options of {@linkcode stopSignals}. */
-interface StopSignalsOptions {
-  /** The operator's name, for the line on a second signal. */
-  name: string;
-  /** Where that line goes. */
-  err(line: string): void;
-  /** Ends the process at once; absent, a second signal is ignored. */
-  exit?: (code: number) => void;
-}
-
-/** The stop requested by a signal, until disposed. */
-interface StopSignals extends Disposable {
-  /** Aborts on the first signal. */
-  readonly signal: AbortSignal;
-}
-
-/**
- * Listens for SIGINT and SIGTERM (SIGINT only on Windows) until disposed.
- *
- * @param options The operator's name, where to write and how to exit.
- * @returns The stop signal; dispose it to remove the listeners.
- */
-function stopSignals(options: StopSignalsOptions): StopSignals {
-  const stop = new AbortController();
-  let signals = 0;
-  let firstAt = 0;
-  const onSignal = () => {
-    if (signals > 0 && Date.now() - firstAt < ECHO_WINDOW_MS) return;
-    firstAt ||= Date.now();
-    if (++signals > 1) {
-      options.err(`${options.name}: Second signal received; exiting without waiting`);
-      options.exit?.(EXIT.failure);
-      return;
-    }
-    log.info("Received a termination signal; shutting down");
-    stop.abort();
-  };
-  const sigs: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-  for (const s of sigs) Deno.addSignalListener(s, onSignal);
-  return {
-    signal: stop.signal,
-    [Symbol.dispose]() {
-      for (const s of sigs) Deno.removeSignalListener(s, onSignal);
-      // The echo of the Ctrl-C that stopped us (`deno task` forwards its copy) may land after
-      // the listeners are gone, while the caller still cleans up (`deno task dev` stops its
-      // control plane): without a listener it would kill the process with code 130.
-      if (signals > 0) swallowEchoes(sigs, firstAt + ECHO_WINDOW_MS);
-    },
-  };
-}
-
-/**
- * Ignores `sigs` until `until` (epoch ms), then restores their default action. The timer does
- * not keep the process alive.
- */
-function swallowEchoes(sigs: Deno.Signal[], until: number): void {
-  const ignore = () => {};
-  for (const s of sigs) Deno.addSignalListener(s, ignore);
-  const timer = setTimeout(() => {
-    for (const s of sigs) Deno.removeSignalListener(s, ignore);
-  }, Math.max(0, until - Date.now()));
-  Deno.unrefTimer(timer);
-}
-
-// `run` of a fleet operator (`operator({ fleet })`): the cluster of `--kubeconfig` (or the
-// pod's) is the hub; the fleet engages every member its provider names, each with its own
-// manager. Probes and metrics are served from the start:
-//
-// - `/healthz`: the process answers.
-// - `/readyz`: ready once the hub's caches synced; its `clusters` check has one line per
-//   engaged member in `/readyz?verbose` (`member-1: ready`, `member-2: unhealthy`, ...). An
-//   unreachable member is listed but does not fail readiness: one member's outage must not
-//   take the operator serving the others out of service (the fleet itself disengages it after
-//   `unreachableAfterMs`, when set).
-// - `/metrics`: the process and client families plus the fleet's `kubeno_cluster_*`.
-//
-// SIGINT/SIGTERM: every member is disengaged (in-flight reconciles get
-// `--graceful-shutdown-timeout`), one line per member, then exit 0.
-/**
- * Runs a fleet operator until SIGINT or SIGTERM.
- *
- * @param ctx The command context; `ctx.def.fleet` is set.
- * @returns The exit code.
- */
-async function runFleet(ctx: CommandContext): Promise<number> {
-  const fleetDef = ctx.def.fleet!;
-  const settings = runSettings(ctx.def, ctx.flags);
-  const metrics = fleetOperatorMetrics();
-  using hub = await connect(ctx, { onRequest: metrics.onRequest });
-  using signals = stopSignals({ name: ctx.def.name, err: ctx.err, exit: ctx.exit });
-  const perCluster = clusterMetrics(metrics.registry);
-  // Replicas (`operator({ fleet, sharding })`): the members are spread over them through the
-  // hub's Leases, one per member, in the operator's namespace (--namespace, else POD_NAMESPACE,
-  // else the operator's namespace option, else <name>-system).
-  const sh = settings.sharding;
-  const identity = sh && (sh.identity ?? hostIdentity());
-  let lost: string | undefined;
-  const fleet = createFleet({
-    controllers: ctx.def.controllers,
-    clusters: fleetDef.clusters,
-    hub,
-    hubReads: fleetDef.hubReads,
-    hubNamespace: fleetDef.hubNamespace,
-    unreachableAfterMs: fleetDef.unreachableAfterMs,
-    disengageTimeoutMs: settings.shutdownTimeoutMs,
-    metrics: (cluster) => perCluster.hooks(cluster),
-    ...(sh && identity
-      ? {
-        sharding: {
-          name: sh.name,
-          // Where `manifests` grants them, in or out of a cluster: the hub needs that
-          // namespace anyway (the operator's ServiceAccount and Role live there).
-          namespace: sh.namespace ?? operatorNamespace(ctx),
-          identity,
-          leaseDurationMs: sh.leaseDurationMs,
-          renewDeadlineMs: sh.renewDeadlineMs,
-          retryPeriodMs: sh.retryPeriodMs,
-          onLost: (reason: string) => void (lost = reason),
-        },
-      }
-      : {}),
-    clientOptions: {
-      fieldManager: ctx.def.name,
-      // With replicas, the identity tells them apart in a member's audit log.
-      userAgent: `${ctx.def.name}/${ctx.def.version} kubeno${identity ? ` (${identity})` : ""}`,
-    },
-    manager: settings.watchNamespaces.length ? { namespaces: settings.watchNamespaces } : {},
-    // The fleet logs each engage and disengage itself ("Disengaged cluster member-1: ...").
-    onCluster: (event) => perCluster.onCluster(event),
-  });
-  const probes = new HealthChecks();
-  probes.addHealthz("ping", () => {});
-  // Until the hub answered, `/readyz` fails on this check (and `clusters` has nothing yet).
-  let hubReached = false;
-  probes.addReadyz("hub", () => {
-    if (!hubReached) throw new HealthCheckError(`Waiting for the hub's API server ${hub.server}`);
-  });
-  const clustersCheck = fleet.readyzCheck();
-  probes.addReadyz("clusters", clustersCheck);
-  const served = new AbortController();
-  const syncStop = new AbortController();
-  let syncTimer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    if (settings.healthAddress) {
-      const endpoint = await serveProbes(probes, {
-        address: settings.healthAddress,
-        signal: served.signal,
-      });
-      log.info("Serving probes at {url}healthz and {url}readyz", { url: endpoint?.url });
-    }
-    if (settings.metrics) {
-      const endpoint = await serveOperatorMetrics(
-        metrics.registry,
-        settings.metrics,
-        hub,
-        served.signal,
-      );
-      log.info("Serving metrics at {url}metrics", { url: endpoint?.url });
-    }
-    log.info("Starting {name} {version} with {count} controllers on the clusters of {provider}", {
-      name: ctx.def.name,
-      version: ctx.def.version,
-      count: ctx.def.controllers.length,
-      provider: fleetDef.clusters.name,
-    });
-    // As a single cluster's start-up: an unreachable or starting hub (refused connections,
-    // timeouts, 429, 5xx) is waited out with back-off, logged once per change, while /healthz
-    // passes and /readyz fails, up to --startup-timeout; that also bounds the first sync of the
-    // hub's caches (hubReads). The members are not waited for: each is engaged on its own.
-    const wait = new ApiServerWait({
-      timeoutMs: settings.startupTimeoutMs,
-      flag: "--startup-timeout",
-      server: hub.server,
-      signal: signals.signal,
-    });
-    try {
-      await wait.run((signal) =>
-        hub.request("GET", "/readyz", { signal }).catch((err) => {
-          // `/readyz` answers "ok", not JSON: that is the answer we wait for.
-          if (err instanceof ConnectionError && /invalid JSON/.test(err.message)) return;
-          throw err;
-        })
-      );
-    } catch (err) {
-      if (signals.signal.aborted) return EXIT.ok;
-      throw err;
-    }
-    hubReached = true;
-    syncTimer = setTimeout(() => {
-      try {
-        clustersCheck();
-      } catch (err) {
-        ctx.err(
-          `${ctx.def.name}: Hub caches did not sync within the start-up timeout (${
-            startupSetting(settings.startupTimeoutMs)
-          }): ${firstLine(err)}`,
-        );
-        syncStop.abort();
-      }
-    }, wait.remainingMs);
-    await fleet.start(AbortSignal.any([signals.signal, syncStop.signal]));
-    if (syncStop.signal.aborted) return EXIT.failure;
-    if (lost !== undefined) {
-      // Another replica may take this one's members: exit 1, the pod restarts as a new member.
-      ctx.err(`${ctx.def.name}: Lost the membership among the fleet's replicas: ${lost}; exiting`);
-      return EXIT.failure;
-    }
-    log.info("Every cluster disengaged; stopped");
-    return EXIT.ok;
-  } finally {
-    clearTimeout(syncTimer);
-    served.abort();
-  }
-}
-
-/** A replica's identity when neither `--shard-identity` nor `POD_NAME` gives one. */
-function hostIdentity(): string {
-  let host = "kubeno";
-  try {
-    host = Deno.hostname();
-  } catch { /* no --allow-sys */ }
-  return `${host}-${crypto.randomUUID().slice(0, 8)}`;
-}

@@ -96,6 +96,26 @@ export async function awaitApiServer(
 }
 
 /**
+ * Waits until a fleet operator's hub answers its `/readyz`, retrying while it is unreachable
+ * or not ready, as {@linkcode awaitApiServer} does for one cluster. The members are not
+ * waited for: each is engaged on its own.
+ *
+ * @param hub The hub's client.
+ * @param wait The start-up wait, which holds the deadline and logs the waiting.
+ * @throws {ApiServerUnavailableError} When the deadline passes first.
+ * @throws The wait's signal's reason when it aborts.
+ */
+export async function awaitHub(hub: Pick<Client, "request">, wait: ApiServerWait): Promise<void> {
+  await wait.run((signal) =>
+    hub.request("GET", "/readyz", { signal }).catch((err) => {
+      // `/readyz` answers "ok", not JSON: that is the answer we wait for.
+      if (err instanceof ConnectionError && /invalid JSON/.test(err.message)) return;
+      throw err;
+    })
+  );
+}
+
+/**
  * The API server could not convert stored objects through the CRD's conversion webhook
  * (`conversion webhook for <gvk> failed: ...`), which the operator itself serves.
  */

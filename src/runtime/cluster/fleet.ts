@@ -1,32 +1,39 @@
 /**
- * `createFleet()`: the same controllers over a changing set of clusters. A
- * {@linkcode ClusterProvider} engages and disengages clusters at run time; for each engaged
- * cluster the fleet runs one single-cluster {@linkcode Manager} of its own — its client, its
- * informers, its controllers' queues and workers — so `ctx.client`, `ctx.cache` and
- * `ctx.events` are that cluster's, `ctx.cluster` names it and `hubOf(ctx)` reads the hub.
- * (multicluster-runtime's `mcmanager` with `Engage(ctx, name, cluster)`.)
+ * `createFleet()`: the member clusters of one `Manager` — its controllers on every
+ * cluster a {@linkcode ClusterProvider} engages, as multicluster-runtime's provider under one
+ * `mcmanager`. Give the fleet to the manager, whose client is then the hub:
+ * `createManager({ client: hub, controllers, fleet: createFleet({ clusters }) })`. The
+ * manager runs the provider and the hub's caches in its `cache` group; for each engaged
+ * cluster it runs that cluster's informers (`cache`) and controllers (`leader`) in its groups,
+ * so leader election, `sharding` (one Lease per member), probes, metrics and the stop order
+ * are the same as for one cluster. `ctx.client`, `ctx.cache` and `ctx.events` are the
+ * member's, `ctx.cluster` names it and `hubOf(ctx)` reads the hub.
  *
  * ## Flow
  *
- * `start(signal)`: start the hub's informers for `hubReads`, then run the provider. On
- * `engage(name, config)`: build the cluster's client (a kubeconfig from a Secret is written
- * to a private temp file for as long as it takes to read it), then start its manager in the
- * background. On `disengage(name)`: stop that manager — its controllers first (in-flight
- * reconciles get `disengageTimeoutMs`, then their `ctx.signal` aborts), then its informers,
- * which closes its watches — close its client and forget it. A change of a `hubReads` object
- * queues every primary of every cluster (its reconciles read the hub).
+ * On `engage(name, config)`: build the member's client (a kubeconfig from a Secret goes
+ * through a private temp file for as long as it takes to read it), ask it once whether its API
+ * server answers, and add its scope's runnables to the manager. On `disengage(name)`: remove
+ * them — the controllers first (in-flight reconciles get `disengageTimeoutMs`, then their
+ * `ctx.signal` aborts), then the informers, which closes its watches — close its client and
+ * forget it. A change of a `hubReads` object queues every primary of every member.
  *
  * ## Guarantees
  *
- * - Clusters are independent: one that is slow, unreachable or failing delays no other's
- *   engage, sync or reconciles; its state shows in {@linkcode Fleet.prototype.clusters}.
+ * - Members are independent: each has its own client, informers, queues and workers, and a
+ *   member's failure goes to its own state ({@linkcode Fleet.prototype.clusters}), never to
+ *   the manager; one slow, unreachable or failing member delays no other's engage, sync or
+ *   reconciles.
+ * - A member whose configuration cannot be used (a malformed kubeconfig, a Secret without its
+ *   key) or whose API server does not answer gets one log line and a Warning Event on the
+ *   object that configured it (its Secret); the others are unaffected.
  * - Engage and disengage of one name are applied in order; engaging a name again with the
- *   same config changes nothing, with another config replaces its manager.
- * - `start()` resolves only after every cluster was disengaged and the provider stopped.
+ *   same config changes nothing, with another (rotated credentials) replaces its scope.
+ * - The manager's stop disengages every member before its `start()` resolves.
  *
  * ## Caveats
  *
- * - Without `unreachableAfterMs` a cluster stays engaged while unreachable (its informers
+ * - Without `unreachableAfterMs` a member stays engaged while unreachable (its informers
  *   retry with backoff) until its provider disengages it.
  *
  * @module
@@ -34,31 +41,27 @@
 import { getLogger } from "../../util/log.ts";
 import { firstLine } from "../../util/cli_io.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
+import { KubeconfigError } from "../../client/kubeconfig/kubeconfig_error.ts";
 import type { Resource } from "../../core/resource.ts";
-import type { Controller } from "../controller/reconcile.ts";
 import type { ControllerMetricsHooks } from "../controller/metrics_hooks.ts";
+import { EventRecorder } from "../controller/events.ts";
 import { InformerFactory } from "../cache/informer_factory.ts";
 import { InformerReader } from "../cache/reader.ts";
 import type { Informer } from "../cache/informer.ts";
-import { createManager, type Manager, type ManagerOptions } from "../manager/manager.ts";
-import type { ClusterConfig, ClusterProvider } from "./provider.ts";
+import type { ClusterScope } from "../manager/cluster_scope.ts";
+import type { MemberClusters, MemberHost } from "../manager/members.ts";
+import type { Runnable } from "../manager/runnable.ts";
+import type { ShardCoordinatorOptions } from "../sharding/coordinator.ts";
+import type { ClusterConfig, ClusterOrigin, ClusterProvider } from "./provider.ts";
 import { type HubAccess, registerHub } from "./hub.ts";
-import { ShardCoordinator, type ShardCoordinatorOptions } from "../sharding/coordinator.ts";
 import { HealthCheckError } from "../manager/health.ts";
 
 const log = getLogger(["kubeno", "cluster"]);
 
 /** Options of {@linkcode createFleet}. */
 export interface FleetOptions {
-  /** The controllers to run on every engaged cluster, from `reconcile()`. */
-  controllers: readonly Controller<any>[];
   /** Discovers the clusters, e.g. `kubeconfigSecrets({ namespace })` or `fixedClusters([...])`. */
   clusters: ClusterProvider;
-  /**
-   * The hub's client: where the provider looks for clusters and `hubReads` are cached.
-   * @default none (a provider that needs a hub fails)
-   */
-  hub?: Client;
   /**
    * Kinds of the hub that reconciles read through `hubOf(ctx)?.cache` (e.g. the operator's
    * configuration); a change of one queues every primary on every cluster.
@@ -72,18 +75,11 @@ export interface FleetOptions {
   hubNamespace?: string;
   /**
    * Whether this replica takes a cluster; the others are left to other replicas.
-   * Re-asked on {@linkcode Fleet.prototype.reconsider}. Not with `sharding`.
+   * Re-asked on {@linkcode Fleet.prototype.reconsider}. Not with the manager's `sharding`,
+   * which spreads the members over replicas by itself (one Lease per member on the hub).
    * @default every cluster (or, with `sharding`, those in the shards this replica holds)
    */
   owns?: (cluster: string) => boolean;
-  /**
-   * Spread the clusters over the operator's replicas through the hub's Leases, with the
-   * shard coordinator in its `named` mode: one shard (and Lease) per known cluster name, so
-   * each of r replicas engages ⌊n/r⌋ or ⌈n/r⌉ of the n clusters, keeps them while it lives,
-   * and disengages one (drained) before its Lease is given up to another replica.
-   * @default every replica engages every cluster
-   */
-  sharding?: FleetSharding;
   /**
    * How long a disengaged cluster's in-flight reconciles may go on before their signal
    * aborts, in milliseconds.
@@ -110,22 +106,13 @@ export interface FleetOptions {
    */
   clientOptions?: Omit<ClientOptions, "kubeconfig" | "context">;
   /**
-   * More options of each cluster's manager (namespaces, priority queue, informer options).
-   * @default {}
+   * Who reports the Warning Events about unusable members on the hub (`reportingComponent`).
+   * @default "kubeno"
    */
-  manager?: Pick<
-    ManagerOptions,
-    "namespaces" | "priorityQueue" | "informerOptions" | "rateLimiter"
-  >;
-  /** Called when a cluster was engaged (its manager started) or disengaged (stopped). */
+  component?: string;
+  /** Called when a cluster was engaged or disengaged. */
   onCluster?: (event: { type: "engaged" | "disengaged"; cluster: string }) => void;
 }
-
-/** The fleet's `sharding` option: the coordinator's options but its client, drain and key. */
-export type FleetSharding = Omit<
-  ShardCoordinatorOptions,
-  "client" | "drain" | "key" | "shards" | "named"
->;
 
 /** One engaged cluster, as {@linkcode Fleet.prototype.clusters} reports it. */
 export interface ClusterStatus {
@@ -135,7 +122,7 @@ export interface ClusterStatus {
   ready: boolean;
   /** No informer of it failing after it synced. */
   healthy: boolean;
-  /** Why its client or manager failed, if it did. */
+  /** Why its client or controllers failed, if they did. */
   error?: string;
 }
 
@@ -143,74 +130,39 @@ interface Engaged {
   config: string;
   /** Since when (ms, monotonic) it has been not synced or failing. */
   unwellSince?: number;
-  manager?: Manager;
+  scope?: ClusterScope;
   client?: Client;
-  running?: Promise<void>;
   error?: string;
 }
 
+/** How long the first request to an engaged member may take before it counts as unreachable. */
+const REACH_TIMEOUT_MS = 10_000;
+
 /**
- * Runs controllers over a changing set of clusters. Create it with {@linkcode createFleet}.
+ * The member clusters of one manager. Create it with {@linkcode createFleet} and give it to
+ * `createManager({ fleet })`.
  */
-export class Fleet implements AsyncDisposable {
-  /** The controllers run on every cluster. */
-  readonly controllers: readonly Controller<any>[];
+export class Fleet implements MemberClusters {
   readonly #opts: FleetOptions;
-  readonly #stop = new AbortController();
   readonly #clusters = new Map<string, Engaged>();
   /** Per name, the engage/disengage steps in order. */
   readonly #chains = new Map<string, Promise<void>>();
   /** The provider's view: every cluster it engaged, owned here or not. */
   readonly #known = new Map<string, ClusterConfig>();
+  readonly #retries = new Set<ReturnType<typeof setTimeout>>();
+  #host: MemberHost | undefined;
   #hub: HubAccess | undefined;
   #hubInformers: InformerFactory | undefined;
-  #sharding: ShardCoordinator | undefined;
-  readonly #retries = new Set<ReturnType<typeof setTimeout>>();
-  #done: Promise<void> | undefined;
+  #events: EventRecorder | undefined;
+  #stopping = false;
 
   /**
    * Prefer {@linkcode createFleet}.
    *
-   * @param options Controllers, provider, hub.
+   * @param options Provider, hub reads and per-cluster options.
    */
   constructor(options: FleetOptions) {
     this.#opts = options;
-    this.controllers = Object.freeze([...options.controllers]);
-  }
-
-  /**
-   * Runs until `signal` aborts, then disengages every cluster.
-   *
-   * @param signal Aborting it stops the fleet.
-   * @returns A promise that resolves once every cluster was disengaged.
-   * @throws {TypeError} When called twice.
-   */
-  start(signal?: AbortSignal): Promise<void> {
-    if (this.#done) return Promise.reject(new TypeError("Cannot start the fleet: already started"));
-    const onAbort = () => this.#stop.abort(signal?.reason);
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    this.#done = this.#run().finally(() => signal?.removeEventListener("abort", onAbort));
-    return this.#done;
-  }
-
-  /**
-   * Stops the fleet, as if the start signal had aborted.
-   *
-   * @returns A promise that resolves once stopped.
-   */
-  async stop(): Promise<void> {
-    this.#stop.abort();
-    await this.#done?.catch(() => {});
-  }
-
-  /**
-   * Same as {@linkcode Fleet.prototype.stop}, for `await using`.
-   *
-   * @returns A promise that resolves once stopped.
-   */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.stop();
   }
 
   /**
@@ -221,20 +173,20 @@ export class Fleet implements AsyncDisposable {
   clusters(): ClusterStatus[] {
     return [...this.#clusters].sort(([a], [b]) => a < b ? -1 : 1).map(([name, e]) => ({
       name,
-      ready: e.manager?.ready() ?? false,
-      healthy: e.error === undefined && (e.manager?.healthy() ?? true),
+      ready: e.scope?.synced() ?? false,
+      healthy: e.error === undefined && (e.scope?.healthy() ?? true),
       ...(e.error ? { error: e.error } : {}),
     }));
   }
 
   /**
-   * The manager running one cluster's controllers.
+   * What runs one member: its informers and controllers.
    *
    * @param cluster The cluster's name.
-   * @returns Its manager, or `undefined` when not engaged (yet).
+   * @returns Its scope, or `undefined` when not engaged (yet).
    */
-  manager(cluster: string): Manager | undefined {
-    return this.#clusters.get(cluster)?.manager;
+  scope(cluster: string): ClusterScope | undefined {
+    return this.#clusters.get(cluster)?.scope;
   }
 
   /**
@@ -255,28 +207,15 @@ export class Fleet implements AsyncDisposable {
    */
   readyzCheck(): () => string {
     return () => {
-      const hub = this.#hubInformers;
-      if (hub && ![...hub.all()].every((i: Informer<any>) => i.hasSynced)) {
-        throw new HealthCheckError("Hub caches not synced");
-      }
-      const parts = this.clusters().map((c) =>
-        `${c.name}: ${
-          c.error
-            ? `failed (${c.error})`
-            : !c.ready
-            ? "not synced"
-            : c.healthy
-            ? "ready"
-            : "unhealthy"
-        }`
-      );
+      if (!this.ready()) throw new HealthCheckError("Hub caches not synced");
+      const parts = this.clusters().map((c) => `${c.name}: ${verdict(c)}`);
       return parts.join("; ") || "no clusters engaged";
     };
   }
 
   /**
-   * Asks `owns` again for every known cluster: engages those now taken, disengages those
-   * given up (e.g. after the replicas' membership changed).
+   * Asks `owns` (or the manager's shards) again for every known cluster: engages those now
+   * taken, disengages those given up.
    *
    * @returns A promise that resolves once the changes were applied.
    */
@@ -291,26 +230,37 @@ export class Fleet implements AsyncDisposable {
   }
 
   /**
-   * The shard coordinator, once started with `sharding`.
+   * The provider and the hub's caches, as runnables of the manager's `cache` group.
    *
-   * @returns The coordinator, or `undefined`.
+   * @param host What the manager gives its members.
+   * @returns The runnables.
+   * @throws {TypeError} When attached twice, or `owns` is given with the manager's `sharding`.
    */
-  get sharding(): ShardCoordinator | undefined {
-    return this.#sharding;
+  attach(host: MemberHost): Runnable[] {
+    if (this.#host) throw new TypeError("Cannot attach the fleet: it runs under a manager already");
+    if (host.sharding && this.#opts.owns) {
+      throw new TypeError("Cannot run the fleet: use the manager's sharding or owns, not both");
+    }
+    this.#host = host;
+    this.#hub = this.#hubAccess(host.hub);
+    this.#events = new EventRecorder(host.hub, { component: this.#opts.component ?? "kubeno" });
+    host.sharding?.filter.subscribe(() => void this.reconsider());
+    const hubInformers = this.#hubInformers!;
+    return [{
+      name: "hub caches",
+      group: "cache",
+      start: () => void ((this.#opts.hubReads ?? []).length && hubInformers.start()),
+      stop: () => hubInformers.stop(),
+    }, this.#providerRunnable(host)];
   }
 
-  #owns(name: string): boolean {
-    if (this.#sharding) return this.#sharding.filter.matches({ metadata: { name } });
-    return this.#opts.owns?.(name) ?? true;
-  }
-
-  /** The coordinator over the hub's Leases; its drain disengages the clusters moving away. */
-  #shard(hub: Client | undefined, options: FleetSharding): ShardCoordinator {
-    if (!hub) throw new TypeError("Cannot spread clusters over replicas: the fleet has no hub");
-    const coordinator = new ShardCoordinator({
-      ...options,
-      client: hub,
-      key: "uid",
+  /**
+   * One named shard per known member; the drain disengages those moving away.
+   *
+   * @returns The coordinator's `named` and `drain`.
+   */
+  shards(): Pick<ShardCoordinatorOptions, "named" | "drain"> {
+    return {
       named: { keys: () => [...this.#known.keys()] },
       drain: async (inShards) => {
         const moving = [...this.#clusters.keys()].filter((n) =>
@@ -318,71 +268,119 @@ export class Fleet implements AsyncDisposable {
         );
         await Promise.all(moving.map((n) => this.#disengage(n)));
       },
-      onLost: (reason) => {
-        options.onLost?.(reason);
-        log.error("Lost the fleet's sharding membership: {reason}; stopping", { reason });
-        this.#stop.abort();
-      },
-    });
-    coordinator.filter.subscribe(() => void this.reconsider());
-    return coordinator;
+    };
   }
 
-  async #run(): Promise<void> {
-    const stop = this.#stop.signal;
-    const hub = this.#opts.hub;
-    if (hub) this.#hub = this.#hubAccess(hub);
-    const unreachable = this.#opts.unreachableAfterMs;
-    const watchdog = unreachable === undefined
-      ? undefined
-      : setInterval(() => this.#checkReachable(unreachable), Math.min(1_000, unreachable / 4));
-    const shardStop = new AbortController();
-    let sharding: Promise<unknown> | undefined;
-    if (this.#opts.sharding) {
-      this.#sharding = this.#shard(hub, this.#opts.sharding);
-      sharding = this.#sharding.run(shardStop.signal);
-    }
-    try {
-      await this.#opts.clusters.run({
-        hub,
-        signal: stop,
-        engage: (name, config) => {
-          if (stop.aborted) return;
-          const fresh = !this.#known.has(name);
-          this.#known.set(name, config);
-          if (fresh) this.#sharding?.refresh();
-          if (this.#owns(name)) void this.#engage(name, config);
-        },
-        disengage: (name) => {
-          this.#known.delete(name);
-          this.#sharding?.refresh();
-          void this.#disengage(name);
-        },
-      });
-    } catch (err) {
-      log.error("Cluster provider {provider} failed: {error}", {
-        provider: this.#opts.clusters.name,
-        error: firstLine(err),
-      });
-      throw err;
-    } finally {
-      this.#stop.abort();
-      clearInterval(watchdog);
-      for (const t of this.#retries) clearTimeout(t);
-      await Promise.all([...this.#clusters.keys()].map((name) => this.#disengage(name)));
-      await Promise.all([...this.#chains.values()]);
-      // Only now: the shards' Leases are given up after their clusters were disengaged.
-      shardStop.abort();
-      await sharding?.catch(() => {});
-      await this.#hubInformers?.stop();
-    }
+  /**
+   * Whether the hub's caches synced.
+   *
+   * @returns `true` once they did.
+   */
+  ready(): boolean {
+    return this.hubInformers().every((i) => i.hasSynced);
+  }
+
+  /**
+   * The hub's informers (`hubReads`).
+   *
+   * @returns The informers.
+   */
+  hubInformers(): Informer<any>[] {
+    return [...this.#hubInformers?.all() ?? []];
+  }
+
+  /**
+   * Queues every primary of every engaged member.
+   *
+   * @param controller Only this controller's.
+   * @returns How many keys were queued.
+   */
+  reconcileAll(controller?: string): number {
+    let n = 0;
+    for (const e of this.#clusters.values()) n += e.scope?.reconcileAll(controller) ?? 0;
+    return n;
+  }
+
+  #owns(name: string): boolean {
+    const sharding = this.#host?.sharding;
+    if (sharding) return sharding.filter.matches({ metadata: { name } });
+    return this.#opts.owns?.(name) ?? true;
+  }
+
+  /** The provider, run in the background from the `cache` group; its failure stops the manager. */
+  #providerRunnable(host: MemberHost): Runnable {
+    const stop = new AbortController();
+    let running: Promise<void> | undefined;
+    let watchdog: ReturnType<typeof setInterval> | undefined;
+    return {
+      name: `cluster provider (${this.#opts.clusters.name})`,
+      group: "cache",
+      start: () => {
+        const unreachable = this.#opts.unreachableAfterMs;
+        if (unreachable !== undefined) {
+          watchdog = setInterval(
+            () => this.#checkReachable(unreachable),
+            Math.min(1_000, unreachable / 4),
+          );
+        }
+        running = this.#opts.clusters.run({
+          hub: host.hub,
+          signal: stop.signal,
+          engage: (name, config) => this.#found(name, config),
+          disengage: (name) => this.#gone(name),
+          invalid: (name, problem, origin) => {
+            this.#gone(name);
+            this.#report(name, "InvalidCluster", problem, origin);
+          },
+        }).catch((err) => {
+          if (stop.signal.aborted) return;
+          log.error("Cluster provider {provider} failed: {error}", {
+            provider: this.#opts.clusters.name,
+            error: firstLine(err),
+          });
+          host.fail(err);
+        });
+      },
+      stop: async () => {
+        this.#stopping = true;
+        stop.abort();
+        clearInterval(watchdog);
+        for (const t of this.#retries) clearTimeout(t);
+        await running;
+        await Promise.all([...this.#clusters.keys()].map((name) => this.#disengage(name)));
+        await Promise.all([...this.#chains.values()]);
+        await this.#events?.flush();
+      },
+    };
+  }
+
+  #found(name: string, config: ClusterConfig): void {
+    if (this.#stopping) return;
+    const fresh = !this.#known.has(name);
+    this.#known.set(name, config);
+    if (fresh) this.#host?.sharding?.refresh();
+    if (this.#owns(name)) void this.#engage(name, config);
+  }
+
+  #gone(name: string): void {
+    this.#known.delete(name);
+    this.#host?.sharding?.refresh();
+    void this.#disengage(name);
+  }
+
+  /** One log line and a Warning Event on the object that configured the member. */
+  #report(name: string, reason: string, problem: string, origin?: ClusterOrigin): void {
+    log.error("Cannot engage cluster {cluster}: {error}", { cluster: name, error: problem });
+    if (!origin) return;
+    this.#events?.warning(origin, reason, `Cannot engage cluster ${name}: ${problem}`)
+      .catch(() => {});
   }
 
   /** Disengages the clusters unwell for longer than `limitMs`; engages them again later. */
   #checkReachable(limitMs: number): void {
     const now = performance.now();
     for (const [name, e] of this.#clusters) {
-      const well = e.manager !== undefined && e.manager.ready() && e.manager.healthy();
+      const well = e.scope !== undefined && e.scope.synced() && e.scope.healthy();
       if (well) {
         e.unwellSince = undefined;
         continue;
@@ -416,14 +414,9 @@ export class Fleet implements AsyncDisposable {
     const namespace = this.#opts.hubNamespace;
     const sources = reads.map((resource) => {
       const inf = informers.for(resource, resource.namespaced && namespace ? { namespace } : {});
-      inf.addHandler({
-        onEvent: () => {
-          for (const e of this.#clusters.values()) e.manager?.reconcileAll();
-        },
-      });
+      inf.addHandler({ onEvent: () => void this.reconcileAll() });
       return { resource, informers: [inf] };
     });
-    if (reads.length) void informers.start();
     return {
       client,
       cache: new InformerReader(sources, {
@@ -451,9 +444,10 @@ export class Fleet implements AsyncDisposable {
 
   #engage(name: string, config: ClusterConfig): Promise<void> {
     return this.#serial(name, async () => {
+      const host = this.#host!;
       const text = JSON.stringify(config);
       const had = this.#clusters.get(name);
-      if (had?.config === text || this.#stop.signal.aborted) return;
+      if (had?.config === text || this.#stopping || host.signal.aborted) return;
       if (had) await this.#teardown(name, had, "its access changed");
       const e: Engaged = { config: text };
       this.#clusters.set(name, e);
@@ -461,29 +455,35 @@ export class Fleet implements AsyncDisposable {
         e.client = await clusterClient(config, this.#opts.clientOptions);
       } catch (err) {
         e.error = firstLine(err);
-        log.error("Cannot engage cluster {cluster}: {error}", { cluster: name, error: e.error });
+        this.#report(name, "InvalidKubeconfig", e.error, config.origin);
         return;
       }
       if (this.#hub) registerHub(e.client, this.#hub);
-      const manager = createManager({
-        ...this.#opts.manager,
-        controllers: this.controllers,
-        client: e.client,
-        cluster: name,
+      const scope = host.scope(name, e.client, {
         metrics: this.#opts.metrics?.(name),
         shutdownTimeoutMs: this.#opts.disengageTimeoutMs ?? 5_000,
+        onFault: (err) => {
+          e.error = firstLine(err);
+          log.error("Cluster {cluster} failed: {error}", { cluster: name, error: e.error });
+        },
       });
-      e.manager = manager;
-      e.running = manager.start().catch((err) => {
-        e.error = firstLine(err);
-        log.error("Cluster {cluster} stopped: {error}", { cluster: name, error: e.error });
-      });
-      log.info("Engaged cluster {cluster} ({server})", {
-        cluster: name,
-        server: e.client.server,
-      });
+      e.scope = scope;
+      await host.engage(scope);
+      log.info("Engaged cluster {cluster} ({server})", { cluster: name, server: e.client.server });
       this.#opts.onCluster?.({ type: "engaged", cluster: name });
+      void this.#probe(name, e, config.origin);
     });
+  }
+
+  /** Asks a just-engaged member's API server once; one that does not answer is reported. */
+  async #probe(name: string, e: Engaged, origin?: ClusterOrigin): Promise<void> {
+    const client = e.client!;
+    try {
+      await client.request("GET", "/version", { signal: AbortSignal.timeout(REACH_TIMEOUT_MS) });
+    } catch (err) {
+      if (this.#clusters.get(name) !== e || this.#stopping) return;
+      this.#report(name, "ClusterUnreachable", `${client.server}: ${firstLine(err)}`, origin);
+    }
   }
 
   #disengage(name: string): Promise<void> {
@@ -495,13 +495,19 @@ export class Fleet implements AsyncDisposable {
   }
 
   async #teardown(name: string, e: Engaged, why: string): Promise<void> {
-    await e.manager?.stop();
-    await e.running;
+    if (e.scope) await this.#host!.disengage(e.scope);
     e.client?.close();
     this.#clusters.delete(name);
     log.info("Disengaged cluster {cluster}: {why}", { cluster: name, why });
     this.#opts.onCluster?.({ type: "disengaged", cluster: name });
   }
+}
+
+/** How `/readyz?verbose` names a member's state. */
+function verdict(c: ClusterStatus): string {
+  if (c.error) return `failed (${c.error})`;
+  if (!c.ready) return "not synced";
+  return c.healthy ? "ready" : "unhealthy";
 }
 
 /**
@@ -510,7 +516,7 @@ export class Fleet implements AsyncDisposable {
  * @param config How to reach the cluster, as its provider engaged it.
  * @param options Client options (field manager, user agent...).
  * @returns The client; close it when done.
- * @throws What `createClient` throws for a kubeconfig it cannot use.
+ * @throws {KubeconfigError} For a kubeconfig it cannot use, naming where a text came from.
  */
 export async function clusterClient(
   config: ClusterConfig,
@@ -528,41 +534,52 @@ export async function clusterClient(
     await Deno.chmod(path, 0o600);
     await Deno.writeTextFile(path, config.kubeconfigText);
     return await createClient({ ...options, kubeconfig: path });
+  } catch (err) {
+    // The temp file means nothing to whoever fixes it: name where the text came from.
+    if (!(err instanceof KubeconfigError) || err.path !== path) throw err;
+    const o = config.origin?.metadata;
+    const where = o
+      ? `${config.origin!.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`
+      : "given as text";
+    const prefix = `Cannot load kubeconfig "${path}": `;
+    throw new KubeconfigError(where, err.message.slice(prefix.length), { cause: err.cause });
   } finally {
     await Deno.remove(path).catch(() => {});
   }
 }
 
 /**
- * Creates a fleet: `controllers` on every cluster `clusters` engages. Nothing runs until
- * {@linkcode Fleet.prototype.start}.
+ * Creates a fleet: the member clusters `clusters` engages, for `createManager({ fleet })`.
+ * Nothing runs until the manager starts.
  *
- * @param options Controllers, provider, hub and per-cluster options.
+ * @param options Provider, hub reads and per-cluster options.
  * @returns The fleet.
  * @throws {RangeError} When `disengageTimeoutMs` is negative or `unreachableAfterMs` not
  * positive.
- * @throws {TypeError} When both `sharding` and `owns` are given.
  *
  * @example A ConfigMap controller on two clusters
  * ```ts
  * import { createFleet } from "./fleet.ts";
  * import { fixedClusters } from "./provider.ts";
  * import { reconcile } from "../controller/reconcile.ts";
+ * import { createManager } from "../manager/manager.ts";
  * import { ConfigMap } from "../../core/kinds.ts";
+ * import type { Client } from "../../client/client.ts";
  * const fleet = createFleet({
- *   controllers: [reconcile(ConfigMap, { reconcile: (cm, ctx) => ctx.log.info(`${ctx.cluster}/${ctx.key}`) })],
  *   clusters: fixedClusters([
  *     { name: "eu-1", kubeconfig: "/etc/fleet/eu-1.yaml" },
  *     { name: "us-1", kubeconfig: "/etc/fleet/us-1.yaml" },
  *   ]),
  * });
- * if (fleet.clusters().length !== 0) throw new Error("nothing is engaged before start");
+ * const manager = createManager({
+ *   client: {} as Client, // the hub's
+ *   controllers: [reconcile(ConfigMap, { reconcile: (_cm, ctx) => ctx.log.info(`${ctx.cluster}/${ctx.key}`) })],
+ *   fleet,
+ * });
+ * if (fleet.clusters().length !== 0 || manager.ready()) throw new Error("nothing runs before start");
  * ```
  */
 export function createFleet(options: FleetOptions): Fleet {
-  if (options.sharding && options.owns) {
-    throw new TypeError("Cannot create fleet: use sharding or owns, not both");
-  }
   const t = options.disengageTimeoutMs;
   if (t !== undefined && !(t >= 0)) {
     throw new RangeError(`Cannot create fleet: disengageTimeoutMs must be >= 0, got "${t}"`);

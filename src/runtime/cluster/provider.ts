@@ -19,17 +19,38 @@
  *
  * @module
  */
-import { getLogger } from "../../util/log.ts";
 import type { Client } from "../../client/client.ts";
 import { Secret } from "../../core/kinds.ts";
 import { informer } from "../cache/informer.ts";
 
-const log = getLogger(["kubeno", "cluster"]);
+/**
+ * The object a cluster's access comes from (e.g. its kubeconfig Secret on the hub): where the
+ * fleet records a Warning Event when that access cannot be used.
+ */
+export interface ClusterOrigin {
+  /** Its API version, e.g. `v1`. */
+  readonly apiVersion: string;
+  /** Its kind, e.g. `Secret`. */
+  readonly kind: string;
+  /** Its name, namespace and uid. */
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly uid?: string };
+}
 
-/** How to reach one cluster: a kubeconfig file, or a kubeconfig's text (e.g. from a Secret). */
+/**
+ * How to reach one cluster: a kubeconfig file, or a kubeconfig's text (e.g. from a Secret),
+ * and the object it came from.
+ */
 export type ClusterConfig =
-  | { /** Path of a kubeconfig file. */ readonly kubeconfigPath: string; readonly context?: string }
-  | { /** A kubeconfig document, YAML or JSON. */ readonly kubeconfigText: string };
+  & (
+    | {
+      /** Path of a kubeconfig file. */
+      readonly kubeconfigPath: string;
+      /** Its context; its current-context when absent. */
+      readonly context?: string;
+    }
+    | { /** A kubeconfig document, YAML or JSON. */ readonly kubeconfigText: string }
+  )
+  & { /** Where it came from, for Events about it. */ readonly origin?: ClusterOrigin };
 
 /** What a provider's `run` gets: the hub and the two callbacks. */
 export interface ClusterEvents {
@@ -52,6 +73,16 @@ export interface ClusterEvents {
    * @param name The cluster's name.
    */
   disengage(name: string): void;
+  /**
+   * What the provider found for `name` cannot be a cluster (e.g. its Secret lacks the
+   * key): the fleet logs one line naming `problem`, records a Warning Event on `origin`, and
+   * disengages the name if it was engaged.
+   *
+   * @param name The cluster's name.
+   * @param problem What is wrong and what to do, one line.
+   * @param origin The object that named it.
+   */
+  invalid(name: string, problem: string, origin?: ClusterOrigin): void;
   /**
    * Called once, when every cluster the provider knows at start has been engaged (its first
    * list, say): `install` reads the provider until then to learn the members. Optional for a
@@ -198,6 +229,12 @@ export function kubeconfigSecrets(options: KubeconfigSecretsOptions): ClusterPro
       apiGroups: [""],
       resources: ["secrets"],
       verbs: ["get", "list", "watch"],
+    }, {
+      // Warning Events on a Secret whose kubeconfig cannot be used.
+      namespace,
+      apiGroups: ["", "events.k8s.io"],
+      resources: ["events"],
+      verbs: ["create", "patch"],
     }],
     async run(events) {
       if (!events.hub) {
@@ -208,17 +245,21 @@ export function kubeconfigSecrets(options: KubeconfigSecretsOptions): ClusterPro
         onEvent: (ev) => {
           const name = ev.object.metadata.name!;
           if (ev.type === "deleted") return events.disengage(name);
+          const origin: ClusterOrigin = {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name, namespace, uid: ev.object.metadata.uid },
+          };
           const data = ev.object.data?.[key];
           if (!data) {
-            log.warn("Secret {namespace}/{name} has no key {key}; not a cluster", {
-              namespace,
+            return events.invalid(
               name,
-              key,
-            });
-            return events.disengage(name);
+              `Secret ${namespace}/${name} has no key "${key}": put the member's kubeconfig there`,
+              origin,
+            );
           }
           const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
-          events.engage(name, { kubeconfigText: new TextDecoder().decode(bytes) });
+          events.engage(name, { kubeconfigText: new TextDecoder().decode(bytes), origin });
         },
       });
       secrets.start();

@@ -34,18 +34,27 @@ Deno.test("kubeconfigSecrets engages each labelled Secret by name, its kubeconfi
   ], seen);
   const engaged: [string, unknown][] = [];
   const disengaged: string[] = [];
+  const invalid: string[] = [];
   const stop = new AbortController();
   const run = kubeconfigSecrets({ namespace: "fleet" }).run({
     hub,
     signal: stop.signal,
     engage: (name, config) => void engaged.push([name, config]),
     disengage: (name) => void disengaged.push(name),
+    invalid: (name, problem, origin) =>
+      void invalid.push(`${name}: ${problem} (on ${origin?.kind} ${origin?.metadata.name})`),
   });
   for (let i = 0; i < 100 && engaged.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
   stop.abort();
   await run;
-  assert.deepEqual(engaged, [["east", { kubeconfigText: "apiVersion: v1\nkind: Config\n" }]]);
-  assert.deepEqual(disengaged, ["broken"], "a Secret without the key is no cluster");
+  assert.deepEqual(engaged.map(([name, c]: [string, any]) => [name, c.kubeconfigText]), [
+    ["east", "apiVersion: v1\nkind: Config\n"],
+  ]);
+  assert.equal((engaged[0][1] as any).origin.kind, "Secret");
+  assert.deepEqual(disengaged, [], "a Secret without the key is reported, not engaged");
+  assert.deepEqual(invalid, [
+    'broken: Secret fleet/broken has no key "kubeconfig": put the member\'s kubeconfig there (on Secret broken)',
+  ]);
   assert.equal(seen[0].labelSelector, `${KUBECONFIG_SECRET_LABEL}=true`);
   assert.equal(seen[0].namespace, "fleet");
 });
@@ -58,6 +67,7 @@ Deno.test("kubeconfigSecrets needs a hub and a namespace", async () => {
       signal: AbortSignal.abort(),
       engage() {},
       disengage() {},
+      invalid() {},
     }),
     /the fleet has no hub client/,
   );
@@ -79,6 +89,7 @@ Deno.test("fixedClusters engages every cluster at once and refuses duplicate nam
       signal: AbortSignal.abort(),
       engage: (name, config) => void engaged.push(`${name} ${JSON.stringify(config)}`),
       disengage() {},
+      invalid() {},
     });
   assert.deepEqual(engaged, [
     'a {"kubeconfigPath":"/a"}',

@@ -2,7 +2,8 @@
 // RUNNABLE_GROUPS order and stopped in the reverse, the first failure kept and turned into a
 // stop. A runnable added while its group runs is started at once (controller-runtime does
 // the same), one added after the stop began is refused. Every runnable added is stopped,
-// started or not.
+// started or not, once; runnables removed while running (a member cluster disengaged) are
+// stopped in the same reverse group order.
 import type { Client } from "../../client/client.ts";
 import { firstLine } from "../../util/cli_io.ts";
 import { getLogger } from "../../util/log.ts";
@@ -20,6 +21,8 @@ export class Lifecycle {
   readonly #groups = new Map<RunnableGroup, Runnable[]>(RUNNABLE_GROUPS.map((g) => [g, []]));
   readonly #startedGroups = new Set<RunnableGroup>();
   readonly #stop: AbortController;
+  /** Each runnable's stop, once begun: stopping it again waits for the same. */
+  readonly #stops = new WeakMap<Runnable, Promise<void>>();
   #client: Client | undefined;
   #failure: Failure | undefined;
   #stopping = false;
@@ -51,6 +54,19 @@ export class Lifecycle {
     return this.#startedGroups.has(r.group) ? this.#startOne(r) : Promise.resolve();
   }
 
+  /**
+   * Stops `runnables` (the groups in reverse order, each group's at once) and forgets them,
+   * e.g. a member cluster's informers and controllers when it is disengaged.
+   */
+  async remove(runnables: readonly Runnable[], reason: "stop" | "urgent" = "stop"): Promise<void> {
+    for (const group of [...RUNNABLE_GROUPS].reverse()) {
+      const those = runnables.filter((r) => r.group === group);
+      await Promise.all(those.map((r) => this.#stopOne(r, reason)));
+      const kept = this.#groups.get(group)!.filter((r) => !those.includes(r));
+      this.#groups.set(group, kept);
+    }
+  }
+
   /** Reports a failure: the first one is kept and the manager's stop begins. */
   fail(error: unknown, options?: { urgent?: boolean }): void {
     const urgent = options?.urgent ?? false;
@@ -76,7 +92,16 @@ export class Lifecycle {
     this.#stopping = true;
     const reason = this.#failure?.urgent ? "urgent" : "stop";
     for (const group of [...RUNNABLE_GROUPS].reverse()) {
-      await Promise.all(this.#groups.get(group)!.map(async (r) => {
+      await Promise.all(this.#groups.get(group)!.map((r) => this.#stopOne(r, reason)));
+      onStopped?.(group);
+    }
+  }
+
+  /** Stops `r` once; a second call waits for the first. */
+  #stopOne(r: Runnable, reason: "stop" | "urgent"): Promise<void> {
+    let stopping = this.#stops.get(r);
+    if (!stopping) {
+      stopping = (async () => {
         try {
           await r.stop(reason);
         } catch (err) {
@@ -85,9 +110,10 @@ export class Lifecycle {
             error: firstLine(err),
           });
         }
-      }));
-      onStopped?.(group);
+      })();
+      this.#stops.set(r, stopping);
     }
+    return stopping;
   }
 
   async #startOne(r: Runnable): Promise<void> {

@@ -107,3 +107,24 @@ Deno.test("Lifecycle: a runnable added while its group runs starts at once; none
   await assert.rejects(lc.add(make("too late", "cache")), /Cannot add runnable "too late"/);
   assert.deepEqual(log, ["start late informer", "stop late informer stop"]);
 });
+
+Deno.test("Lifecycle: runnables removed while running stop in reverse group order, once", async () => {
+  const stop = new AbortController();
+  const lc = new Lifecycle(stop);
+  const { log, make } = recorder();
+  await lc.add(make("hub", "cache"));
+  await startAll(lc);
+  // A member engaged at run time: its informers and controller start at once.
+  const member = [make("member informers", "cache"), make("member controller", "leader")];
+  for (const r of member) await lc.add(r);
+  assert.deepEqual(log.splice(0), [
+    "start hub",
+    "start member informers",
+    "start member controller",
+  ]);
+  await lc.remove(member);
+  assert.deepEqual(log.splice(0), ["stop member controller stop", "stop member informers stop"]);
+  assert.equal(stop.signal.aborted, false, "the rest runs on");
+  await lc.stopAll();
+  assert.deepEqual(log, ["stop hub stop"], "a removed runnable is not stopped again");
+});

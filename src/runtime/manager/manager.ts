@@ -6,9 +6,11 @@
  *
  * ## Flow
  *
- * `start(signal)`: create the client (unless given), build the shared `InformerFactory`, one
- * {@linkcode ControllerRuntime} per controller (queues fill from the start) and the built-in
- * runnables, then
+ * `start(signal)`: create the client (unless given), build what runs on it — one
+ * {@linkcode ClusterScope} (the shared `InformerFactory` and one `ControllerRuntime` per
+ * controller, queues filling from the start) or, with `fleet`, the hub side of the member
+ * clusters, whose provider adds a scope per member at run time and removes it on disengage —
+ * and the built-in runnables, then
  *
  * 1. run the `startup` hook (e.g. wait until the API server serves every kind; it may start
  *    the `server` group early);
@@ -28,7 +30,10 @@
  *
  * ## Guarantees
  *
- * - Every controller reads from the same informers; a kind+namespace is watched once.
+ * - Every controller reads from the same informers; a kind+namespace is watched once (per
+ *   member cluster with `fleet`).
+ * - One lifecycle for one cluster or many: a member's informers and controllers are runnables
+ *   of the same groups, and a member's failure goes to the fleet, never stopping the manager.
  * - No reconcile starts before its caches synced, before leadership, or after shutdown began.
  * - Every runnable added is stopped, in reverse group order, also when its group never
  *   started; the first failure is the one `start()` rejects with.
@@ -40,10 +45,11 @@
 import { getLogger } from "../../util/log.ts";
 import { type Client, type ClientOptions, createClient } from "../../client/client.ts";
 import type { ControllerMetricsHooks } from "../controller/metrics_hooks.ts";
-import { ControllerRuntime } from "../controller/pipeline/runner.ts";
+import type { ControllerRuntime } from "../controller/pipeline/runner.ts";
 import type { Informer, InformerHealth } from "../cache/informer.ts";
-import { InformerFactory, type InformerFactoryOptions } from "../cache/informer_factory.ts";
-import { ServedKinds } from "../cache/served_kinds.ts";
+import type { InformerFactory, InformerFactoryOptions } from "../cache/informer_factory.ts";
+import { ClusterScope } from "./cluster_scope.ts";
+import type { MemberClusters, MemberHost } from "./members.ts";
 import type { RateLimiter } from "../queue/rate_limiter.ts";
 import type { Controller } from "../controller/reconcile.ts";
 import { parseObjectKey } from "../../core/object_key.ts";
@@ -145,11 +151,14 @@ export interface ManagerOptions {
    */
   handleSignals?: boolean;
   /**
-   * The name of the cluster this manager serves when a fleet runs one manager per cluster
-   * (`createFleet`): `ctx.cluster`, and a `cluster` log property.
-   * @default one cluster (`ctx.cluster` is `undefined`)
+   * Run the controllers on member clusters instead of this manager's own: `createFleet({
+   * clusters })` engages and disengages them at run time, and each engaged member's
+   * informers and controllers run in this manager's groups (the informers on every replica,
+   * the controllers once this replica leads; with `sharding`, each member on one replica).
+   * The manager's client is then the hub.
+   * @default the controllers run on the manager's client
    */
-  cluster?: string;
+  fleet?: MemberClusters;
 }
 
 /** What the manager's `startup` hook gets. */
@@ -243,13 +252,13 @@ export class Manager implements AsyncDisposable {
   readonly controllers: readonly Controller<any>[];
   readonly #opts: ManagerOptions;
   readonly #stop = new AbortController();
-  #runtimes: ControllerRuntime<any>[] = [];
-  #informers: InformerFactory | undefined;
+  /** The manager's own cluster: its informers and controllers (none with `fleet`). */
+  #scope: ClusterScope | undefined;
+  #built = false;
   #client: Client | undefined;
   #sharding: ShardCoordinator | undefined;
   #elector: LeaderElector | undefined;
   readonly #lifecycle = new Lifecycle(this.#stop);
-  #late = false;
   #started = false;
   #leading = false;
   #done: Promise<void> | undefined;
@@ -279,7 +288,18 @@ export class Manager implements AsyncDisposable {
    * @returns The factory, or `undefined` before start.
    */
   get informers(): InformerFactory | undefined {
-    return this.#informers;
+    return this.#scope?.informers;
+  }
+
+  /**
+   * The informers whose sync makes the manager ready: its controllers' or, with `fleet`, the
+   * hub's (each member's show in the fleet's own readiness detail).
+   *
+   * @returns The informers, or `undefined` before start.
+   */
+  caches(): Informer<any>[] | undefined {
+    if (!this.#built) return undefined;
+    return this.#opts.fleet?.hubInformers() ?? this.#scope?.allInformers() ?? [];
   }
 
   /**
@@ -321,7 +341,7 @@ export class Manager implements AsyncDisposable {
    */
   shardOf(controller: string, key: string): number | undefined {
     const sharding = this.#sharding;
-    const r = this.#runtimes.find((r) => r.controller.name === controller);
+    const r = this.runtimes.find((r) => r.controller.name === controller);
     if (!sharding || !r) return undefined;
     const { namespace, name } = parseObjectKey(key);
     try {
@@ -342,7 +362,7 @@ export class Manager implements AsyncDisposable {
     const sharding = this.#sharding;
     if (!sharding) return [];
     const out: ShardStat[] = [];
-    for (const r of this.#runtimes) {
+    for (const r of this.runtimes) {
       const name = r.controller.name;
       const per = new Map<number, ShardStat>(
         sharding.owned.map((shard) => [shard, { controller: name, shard, objects: 0, queued: 0 }]),
@@ -369,7 +389,7 @@ export class Manager implements AsyncDisposable {
    * @returns One runtime per controller.
    */
   get runtimes(): readonly ControllerRuntime<any>[] {
-    return this.#runtimes;
+    return this.#scope?.runtimes ?? [];
   }
 
   /**
@@ -401,7 +421,7 @@ export class Manager implements AsyncDisposable {
         new TypeError("Cannot start the manager: use sharding or leaderElection, not both"),
       );
     }
-    const unsplittable = sharding?.key === "namespace" &&
+    const unsplittable = sharding?.key === "namespace" && !this.#opts.fleet &&
       this.controllers.find((c) => !c.resource.namespaced);
     if (unsplittable) {
       return Promise.reject(
@@ -448,8 +468,8 @@ export class Manager implements AsyncDisposable {
    * @returns `true` when ready.
    */
   ready(): boolean {
-    return this.#runtimes.length === this.controllers.length && this.#informers !== undefined &&
-      !this.#stop.signal.aborted && this.#runtimes.every((r) => r.synced);
+    if (!this.#built || this.#stop.signal.aborted) return false;
+    return this.#opts.fleet?.ready() ?? this.#scope?.synced() ?? false;
   }
 
   /**
@@ -459,7 +479,7 @@ export class Manager implements AsyncDisposable {
    * @returns `true` when healthy.
    */
   healthy(): boolean {
-    return this.#allInformers().every((inf) => !inf.hasSynced || inf.error === undefined);
+    return (this.caches() ?? []).every((inf) => !inf.hasSynced || inf.error === undefined);
   }
 
   /**
@@ -472,7 +492,7 @@ export class Manager implements AsyncDisposable {
       ready: this.ready(),
       healthy: this.healthy(),
       leading: this.#leading,
-      informers: this.#allInformers().map((inf) => ({
+      informers: (this.caches() ?? []).map((inf) => ({
         name: inf.resource.apiVersion + ", Kind=" + inf.resource.kind,
         health: inf.health(),
       })),
@@ -491,13 +511,10 @@ export class Manager implements AsyncDisposable {
    * @throws {TypeError} When no controller has that name.
    */
   reconcileAll(controller?: string): number {
-    const runtimes = controller === undefined
-      ? this.#runtimes
-      : this.#runtimes.filter((r) => r.controller.name === controller);
-    if (controller !== undefined && !runtimes.length) {
+    if (controller !== undefined && !this.controllers.some((c) => c.name === controller)) {
       throw new TypeError(`Cannot reconcile all of controller "${controller}": no such controller`);
     }
-    return runtimes.reduce((n, r) => n + r.reconcileAll(), 0);
+    return this.#opts.fleet?.reconcileAll(controller) ?? this.#scope?.reconcileAll(controller) ?? 0;
   }
 
   /**
@@ -509,16 +526,12 @@ export class Manager implements AsyncDisposable {
    * @returns One entry per controller and kind; empty before start.
    */
   missingKinds(): MissingKind[] {
-    return this.#runtimes.flatMap((r) =>
+    return this.runtimes.flatMap((r) =>
       r.missingKinds.map((res) => ({
         controller: r.controller.name,
         kind: `${res.kind} (${res.apiVersion})`,
       }))
     );
-  }
-
-  #allInformers(): Informer<any>[] {
-    return [...new Set(this.#runtimes.flatMap((r) => [...r.informers]))];
   }
 
   async #run(signal?: AbortSignal): Promise<void> {
@@ -554,14 +567,14 @@ export class Manager implements AsyncDisposable {
       }
       await lc.stopAll((group) => {
         // Said before the Lease is released (the next group), which it explains.
-        if (group === "leader" && this.#late) {
+        if (group === "leader" && this.#scope?.late) {
           log.warn("Controllers stopped; some reconciles did not finish in time");
         }
       });
       if (ownClient) this.#client?.close();
       if (ran) {
         log.info("Manager stopped{late}", {
-          late: this.#late ? " (some reconciles did not finish in time)" : "",
+          late: this.#scope?.late ? " (some reconciles did not finish in time)" : "",
         });
       }
       for (const s of sigs) Deno.removeSignalListener(s, onSignal);
@@ -587,7 +600,7 @@ export class Manager implements AsyncDisposable {
       await lc.startGroup(group, client);
     }
     if (stop.signal.aborted) return;
-    log.info("Manager started {count} controllers' informers", { count: this.#runtimes.length });
+    log.info("Manager started {count} controllers' informers", { count: this.controllers.length });
     if (elected) await untilAborted(elected, stop.signal);
     if (stop.signal.aborted) return;
     if (this.#opts.leaderElection) log.info("Leadership acquired");
@@ -597,20 +610,23 @@ export class Manager implements AsyncDisposable {
   }
 
   /**
-   * Builds the informers, the controllers' runtimes and the built-in runnables on `client`;
-   * returns what resolves once this replica may run the `leader` group.
+   * Builds what runs on `client` — the manager's own cluster scope or, with `fleet`, the
+   * hub side of the member clusters — the shard coordinator and leader election; returns
+   * what resolves once this replica may run the `leader` group.
    */
   #build(client: Client): Promise<void> | undefined {
     const lc = this.#lifecycle;
-    const informers = new InformerFactory({ ...this.#opts.informerOptions, client });
-    this.#informers = informers;
+    const fleet = this.#opts.fleet;
     const sharding = this.#opts.sharding
       ? new ShardCoordinator({
         ...this.#opts.sharding,
         client,
-        drain: async (inShards) => {
-          await Promise.all(this.#runtimes.map((r) => r.idle(inShards)));
-        },
+        // A fleet spreads its members (one named shard each), a cluster its objects.
+        ...(fleet ? { key: "uid" as const, ...fleet.shards() } : {
+          drain: async (inShards: Parameters<NonNullable<ShardCoordinatorOptions["drain"]>>[0]) => {
+            await Promise.all(this.runtimes.map((r) => r.idle(inShards)));
+          },
+        }),
         onLost: (reason) => {
           this.#opts.sharding?.onLost?.(reason);
           lc.fail(new LeadershipLostError(`Lost sharding membership: ${reason}`), {
@@ -620,72 +636,59 @@ export class Manager implements AsyncDisposable {
       })
       : undefined;
     this.#sharding = sharding;
-    this.#runtimes = this.controllers.map((c) =>
-      new ControllerRuntime(c, {
+    if (fleet) {
+      for (const r of fleet.attach(this.#host(client, sharding))) void lc.add(r);
+    } else {
+      const scope = new ClusterScope({
+        ...this.#scopeOptions(),
         client,
-        informers,
-        namespaces: this.#opts.namespaces,
         metrics: this.#opts.metrics,
-        rateLimiter: this.#opts.rateLimiter?.(c.name),
-        priorityQueue: this.#opts.priorityQueue,
-        deferOptional: true,
-        cluster: this.#opts.cluster,
+        shutdownTimeoutMs: this.#opts.shutdownTimeoutMs ?? 30_000,
         ...(sharding
           ? { shard: { filter: sharding.filter, owned: sharding.key === "namespace" } }
           : {}),
-      })
-    );
-    void lc.add({
-      name: "informers",
-      group: "cache",
-      start: () => void informers.start(),
-      stop: () => informers.stop(),
-    });
-    this.#followServedKinds(client, informers);
+      });
+      this.#scope = scope;
+      for (const r of scope.runnables) void lc.add(r);
+    }
+    this.#built = true;
     if (sharding) void lc.add(untilStopped("shard coordinator", (s) => sharding.run(s)));
     const election = this.#election(client);
     if (election) void lc.add(election.runnable);
-    for (const r of this.#runtimes) {
-      void lc.add({
-        name: `controller ${r.controller.name}`,
-        group: "leader",
-        start: ({ signal }) => r.start(signal),
-        stop: async (reason) => {
-          const timeoutMs = reason === "urgent" ? 0 : this.#opts.shutdownTimeoutMs ?? 30_000;
-          const why = reason === "urgent" ? "leadership lost" : "shutting down";
-          if (!await r.stop(timeoutMs, why)) this.#late = true;
-        },
-      });
-    }
     return election?.elected;
   }
 
-  /**
-   * Optional kinds: one `ServedKinds` for all controllers, started with the informers (after
-   * the `startup` hook), tells each runtime when a kind it left out is served or gone.
-   */
-  #followServedKinds(client: Client, informers: InformerFactory): void {
-    const optional = this.#runtimes.filter((r) => r.optionalKinds.length);
-    if (!optional.length) return;
-    const served = new ServedKinds({ client, informers });
-    for (const r of optional) {
-      for (const res of r.optionalKinds) {
-        served.follow(res, (now) => {
-          r.served(res, now).catch((err) =>
-            log.error("Cannot change what controller {controller} caches: {error}", {
-              controller: r.controller.name,
-              error: err instanceof Error ? err.message : String(err),
-            })
-          );
-        });
-      }
-    }
-    void this.#lifecycle.add({
-      name: "served kinds",
-      group: "cache",
-      start: ({ signal }) => served.start(signal),
-      stop: () => served.stop(),
-    });
+  /** What every cluster scope of this manager shares. */
+  #scopeOptions() {
+    const o = this.#opts;
+    return {
+      controllers: this.controllers,
+      namespaces: o.namespaces,
+      rateLimiter: o.rateLimiter,
+      priorityQueue: o.priorityQueue,
+      informerOptions: o.informerOptions,
+    };
+  }
+
+  /** What the member clusters get: scopes of this manager's controllers, run in its groups. */
+  #host(hub: Client, sharding: ShardCoordinator | undefined): MemberHost {
+    const lc = this.#lifecycle;
+    return {
+      hub,
+      signal: this.#stop.signal,
+      sharding,
+      scope: (cluster, client, options) =>
+        new ClusterScope({ ...this.#scopeOptions(), ...options, cluster, client }),
+      engage: async (scope) => {
+        for (const r of scope.runnables) {
+          // A controller starts with the leader group; only the informers are waited for.
+          const started = lc.add(r);
+          if (r.group !== "leader") await started;
+        }
+      },
+      disengage: (scope) => lc.remove(scope.runnables),
+      fail: (error) => lc.fail(error),
+    };
   }
 
   /** Leader election as a runnable of the `always` group, from the option's two forms. */

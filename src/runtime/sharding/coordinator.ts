@@ -71,6 +71,12 @@ import {
   shardLeaseName,
   shardOfLease,
 } from "./_lease.ts";
+
+/**
+ * A replica's identity when none is given, as the coordinator picks it: the host name and a
+ * random suffix, unique per process.
+ */
+export const replicaIdentity: () => string = defaultIdentity;
 import { Membership } from "./_membership.ts";
 import { ShardingError } from "./sharding_error.ts";
 
