@@ -69,5 +69,10 @@ export {
   applySetId,
   type ApplySetParent,
 } from "../src/core/applyset.ts";
-export { builtinReady } from "../src/core/readiness.ts";
+export {
+  builtinReadiness,
+  builtinReady,
+  type Readiness,
+  type ReadinessOptions,
+} from "../src/core/readiness.ts";
 export type { DependentKinds } from "../src/runtime/controller/reconcile.ts";

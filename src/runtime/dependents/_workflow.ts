@@ -253,7 +253,9 @@ function conditionOf(
 /** The dependent's readiness: its own function, the built-in default, or applied = ready. */
 function isReady(spec: Spec, obj: KubeObject, cache: CacheReader): boolean {
   if (spec.ready) return spec.ready(obj, cache);
-  if (obj.apiVersion === "v1" && obj.kind === "Service") return serviceReady(obj, cache);
+  if (obj.apiVersion === "v1" && obj.kind === "Service") {
+    return serviceReady(obj, cache) && builtinReady(obj) !== false;
+  }
   return builtinReady(obj) ?? true;
 }
 

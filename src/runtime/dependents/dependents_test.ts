@@ -65,7 +65,15 @@ Deno.test("builtinReady: workloads, jobs, unknown kinds", () => {
     status,
   });
   assert.equal(
-    builtinReady(dep({ observedGeneration: 3, updatedReplicas: 2, readyReplicas: 2 })),
+    builtinReady(
+      dep({
+        observedGeneration: 3,
+        replicas: 2,
+        updatedReplicas: 2,
+        readyReplicas: 2,
+        availableReplicas: 2,
+      }),
+    ),
     true,
   );
   assert.equal(
