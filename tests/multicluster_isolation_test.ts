@@ -2,9 +2,10 @@
 // member-1, and member-2, reached through a proxy that can make it slow. The example fleet
 // operator runs as a process (`examples/fleet.ts run`, as documented). member-1's event →
 // reconcile latency (a labelled Namespace created → its settings ConfigMap there) is measured
-// over 200 events without a fault, with member-2 slow (every byte through the proxy delayed
-// while member-2 has reconciles to do), and with member-2's API server stopped; its p99 must
-// stay within 2× of the p99 without the fault, /readyz must pass while ?verbose shows member-2
+// over 200 events without a fault (before the faults and after member-2 is back), with
+// member-2 slow (every byte through the proxy delayed while member-2 has reconciles to do),
+// and with member-2's API server stopped; its p99 must stay within 2× of the p99 without the
+// fault, /readyz must pass while ?verbose shows member-2
 // as it is, and member-2 converges once it is back. Then: rotated access re-engages a member;
 // unusable member Secrets get one line and an Event each; and, in process, a disengaged
 // member's in-flight reconcile is aborted after `disengageTimeoutMs` and its watches close.
@@ -114,19 +115,6 @@ Deno.test("a fleet: one member slow or down delays no other, and bad members are
         return down.status === 200 && /member-2: (unhealthy|not synced|failed)/.test(down.text);
       }, { what: "/readyz to pass and ?verbose to show member-2 as not ready" });
       const killed = await sample();
-      console.log(
-        `member-1 event → reconcile, p99 over ${EVENTS} events: no fault ${
-          p99(base).toFixed(1)
-        } ms, ` +
-          `member-2 slowed ${p99(slow).toFixed(1)} ms, member-2 down ${
-            p99(killed).toFixed(1)
-          } ms; /readyz ${down.status} "${clustersLine(down.text)?.trim()}"`,
-      );
-      await t.step("member-1's p99 stays within 2× of its own without the fault", () => {
-        assert.ok(p99(slow) <= 2 * p99(base), `slowed: ${p99(slow)} vs ${p99(base)}`);
-        assert.ok(p99(killed) <= 2 * p99(base), `down: ${p99(killed)} vs ${p99(base)}`);
-      });
-
       await t.step("member-2 back: its objects converge without a restart", async () => {
         await m2.startApiServer();
         const ns = await syncedNamespace(c2, "back");
@@ -137,6 +125,25 @@ Deno.test("a fleet: one member slow or down delays no other, and bad members are
           what: "/readyz?verbose to list member-2 ready again",
         });
         assert.equal(op.lines(/Manager stopped|exiting/).length, 0, "nothing stopped");
+      });
+      // Without the fault again: the no-fault p99 is the larger of the two measured around it,
+      // so that one quiet or noisy baseline does not decide alone.
+      const after = await sample();
+      const calm = Math.max(p99(base), p99(after));
+      console.log(
+        `member-1 event → reconcile, p99 over ${EVENTS} events: no fault ${
+          p99(base).toFixed(1)
+        } ms ` +
+          `before, ${p99(after).toFixed(1)} ms after; member-2 slowed ${
+            p99(slow).toFixed(1)
+          } ms, ` +
+          `member-2 down ${p99(killed).toFixed(1)} ms; /readyz ${down.status} "${
+            clustersLine(down.text)?.trim()
+          }"`,
+      );
+      await t.step("member-1's p99 stays within 2× of its own without the fault", () => {
+        assert.ok(p99(slow) <= 2 * calm, `slowed: ${p99(slow)} ms vs ${calm} ms without`);
+        assert.ok(p99(killed) <= 2 * calm, `down: ${p99(killed)} ms vs ${calm} ms without`);
       });
 
       await t.step("rotated access: a member's updated Secret re-engages it", async () => {
