@@ -59,6 +59,7 @@ export {
   DependentsError,
   type DependentsResult,
   type DependentState,
+  type DesiredContext,
 } from "../src/runtime/dependents/dependent.ts";
 export {
   APPLYSET_GROUP_KINDS_ANNOTATION,

@@ -1,6 +1,12 @@
-// A small custom resource for controller and manager tests, and how to install it.
+// A small custom resource for controller and manager tests, how to install it, and a
+// controller run in one namespace with its queue observed.
 import { z } from "zod";
 import type { Client } from "../src/client/client.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import type { Controller } from "../src/runtime/controller/reconcile.ts";
+import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
+import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
+import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
 import { Namespace } from "../src/core/kinds.ts";
 import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
@@ -45,4 +51,38 @@ export async function installStack(client: Client): Promise<void> {
 export async function createNamespace(client: Client, name: string): Promise<string> {
   await client.create(Namespace, { metadata: { name } });
   return name;
+}
+
+/**
+ * Runs `controller` in `ns` through `client` with its own informers, recording each queue
+ * add's cause and time; `idle()` says whether nothing is queued or running.
+ */
+export async function runObserved<T extends KubeObject>(
+  controller: Controller<T>,
+  client: Client,
+  ns: string,
+) {
+  const causes: { cause: Cause; at: number }[] = [];
+  let active = 0;
+  const informers = new InformerFactory({ client });
+  const runtime = new ControllerRuntime(controller, {
+    client,
+    informers,
+    namespaces: [ns],
+    metrics: {
+      queued: (_, cause) => void causes.push({ cause, at: performance.now() }),
+      activeWorkers: (_, n) => void (active = n),
+    },
+  });
+  informers.start();
+  await runtime.start();
+  return {
+    runtime,
+    causes,
+    idle: () => runtime.queue.len() === 0 && active === 0,
+    async [Symbol.asyncDispose]() {
+      await runtime.stop(10_000);
+      await informers[Symbol.asyncDispose]();
+    },
+  };
 }

@@ -25,9 +25,6 @@ import { CustomResourceDefinition } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";
 import { isNotFound } from "../src/client/errors/api_error.ts";
-import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
-import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
-import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import {
   APPLYSET_GROUP_KINDS_ANNOTATION,
   APPLYSET_ID_LABEL,
@@ -38,7 +35,7 @@ import { builtinReady } from "../src/core/readiness.ts";
 import { deriveRbac } from "../src/deploy/rbac.ts";
 import { controller, Webapp, type WebappObject } from "../examples/webapp.ts";
 import { waitFor } from "./_helpers.ts";
-import { createNamespace } from "./_stack.ts";
+import { createNamespace, runObserved } from "./_stack.ts";
 
 const KINDS: readonly Resource<any>[] = [ConfigMap, Deployment, Service, Ingress];
 const WRITE_VERBS = new Set(["POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"]);
@@ -117,31 +114,7 @@ async function apiWrites(cp: { kubectl(...a: string[]): Promise<{ stdout: string
 }
 
 /** Runs the example's controller in `ns` through `client`. */
-async function runController(client: Client, ns: string) {
-  const causes: { cause: Cause; at: number }[] = [];
-  let active = 0;
-  const informers = new InformerFactory({ client });
-  const runtime = new ControllerRuntime(controller, {
-    client,
-    informers,
-    namespaces: [ns],
-    metrics: {
-      queued: (_, cause) => void causes.push({ cause, at: performance.now() }),
-      activeWorkers: (_, n) => void (active = n),
-    },
-  });
-  informers.start();
-  await runtime.start();
-  return {
-    runtime,
-    causes,
-    idle: () => runtime.queue.len() === 0 && active === 0,
-    async [Symbol.asyncDispose]() {
-      await runtime.stop(10_000);
-      await informers[Symbol.asyncDispose]();
-    },
-  };
-}
+const runController = (client: Client, ns: string) => runObserved(controller, client, ns);
 
 const webapp = (ns: string, host?: string): WebappObject => ({
   apiVersion: Webapp.apiVersion,

@@ -1,4 +1,4 @@
-// The workflow of a graph of dependents: plan (desired objects in topological order), apply
+// The workflow of a graph of dependents: desired objects and applies in topological order
 // behind readiness gates (independent branches concurrently), prune in reverse topological
 // order, and ordered deletion. Everything reads `ctx.cache` (own writes included at once) and
 // writes through `ctx`, so the reconcile contract's consistency holds for children too.
@@ -95,12 +95,6 @@ async function markParent(
   } as any);
 }
 
-/** What the plan says of a dependent before anything is applied. */
-type Plan =
-  | { kind: "present"; desired: ApplyObject<KubeObject> }
-  | { kind: "absent" }
-  | { kind: "failed"; error: Error };
-
 export async function reconcileGraph(
   graph: Graph,
   primary: KubeObject,
@@ -110,39 +104,40 @@ export async function reconcileGraph(
   await markParent(graph, primary, id, ctx);
   const specs = graph.specs as Record<string, Spec>;
 
-  // 1. Plan, in topological order: absent when not desired or a dependency is absent.
-  const plans = new Map<string, Plan>();
-  for (const name of graph.order) {
-    const spec = specs[name];
-    const deps = (spec.dependsOn ?? []).map((d) => plans.get(d)!);
-    try {
-      if (deps.some((p) => p.kind === "absent")) plans.set(name, { kind: "absent" });
-      else if (spec.precondition && !spec.precondition(primary, ctx.cache)) {
-        plans.set(name, { kind: "absent" });
-      } else {
-        const desired = spec.desired(primary);
-        plans.set(name, desired ? { kind: "present", desired } : { kind: "absent" });
-      }
-    } catch (e) {
-      plans.set(name, { kind: "failed", error: asError(e) });
-    }
-  }
-
-  // 2. Apply the present ones, each once its dependencies are ready.
+  // 1. Each dependent once those it depends on are resolved (independent ones concurrently):
+  //    absent when a dependency is absent, its precondition is false or `desired` says so;
+  //    applied when every dependency is ready; else waiting.
   const runs = new Map<string, Promise<DependentResult>>();
   const run = (name: string): Promise<DependentResult> => {
     let p = runs.get(name);
     if (!p) runs.set(name, p = applyOne(name));
     return p;
   };
+  const desiredOf = async (name: string, spec: Spec) => {
+    if (spec.precondition && !spec.precondition(primary, ctx.cache)) return undefined;
+    const resolved: Record<string, KubeObject> = {};
+    for (const dep of ancestorsOf(specs, name)) {
+      const { object } = await run(dep); // resolved already: dependencies are awaited first
+      if (object) resolved[dep] = object;
+    }
+    return await spec.desired(primary, {
+      cache: ctx.cache,
+      dependents: Object.freeze(resolved),
+      signal: ctx.signal,
+    });
+  };
   const applyOne = async (name: string): Promise<DependentResult> => {
     const spec = specs[name];
-    const plan = plans.get(name)!;
-    if (plan.kind === "failed") return { name, state: "failed", error: plan.error };
-    if (plan.kind === "absent") return { name, state: "absent" };
     const deps = await Promise.all((spec.dependsOn ?? []).map(run));
+    if (deps.some((r) => r.state === "absent")) return { name, state: "absent" };
+    let desired: ApplyObject<KubeObject> | undefined;
+    try {
+      desired = await desiredOf(name, spec);
+    } catch (e) {
+      return { name, state: "failed", error: asError(e) };
+    }
+    if (!desired) return { name, state: "absent" };
     const waitsFor = deps.filter((r) => r.state !== "ready").map((r) => r.name);
-    const { desired } = plan;
     if (waitsFor.length) {
       const object = ctx.cache.get(spec.resource, desired.metadata.name, {
         ...(desired.metadata.namespace ? { namespace: desired.metadata.namespace } : {}),
@@ -175,7 +170,7 @@ export async function reconcileGraph(
   const results = new Map<string, DependentResult>();
   for (const r of await Promise.all(graph.order.map(run))) results.set(r.name, r);
 
-  // 3. Prune the absent ones, dependents before what they depend on.
+  // 2. Prune the absent ones, dependents before what they depend on.
   for (const name of [...graph.order].reverse()) {
     if (results.get(name)!.state !== "absent") continue;
     const spec = specs[name];
@@ -321,6 +316,20 @@ export async function deleteGraph(
     if (!membersOf(spec, name, id, primary, ctx.cache).length) gone.add(name);
   }
   return gone.size === graph.order.length ? undefined : requeue(recheckMs);
+}
+
+/** The dependents `name` depends on, directly or through others. */
+function ancestorsOf(specs: Record<string, Spec>, name: string): string[] {
+  const seen = new Set<string>();
+  const visit = (n: string) => {
+    for (const d of specs[n].dependsOn ?? []) {
+      if (seen.has(d)) continue;
+      seen.add(d);
+      visit(d);
+    }
+  };
+  visit(name);
+  return [...seen];
 }
 
 function asError(e: unknown): Error {

@@ -20,11 +20,20 @@ export interface Dependent<P extends KubeObject, U extends KubeObject> {
   /**
    * The fields this controller owns of the dependent, `metadata.name` set (the namespace
    * defaults to the primary's), or `undefined` when it should not exist (it is then pruned).
+   * It may be async (a hash with `crypto.subtle`, say) and is called once per reconcile,
+   * after every dependent in its `dependsOn` has been applied or found waiting, so that
+   * `ctx.dependents` holds their objects (Java Operator SDK's `desired(primary, context)`).
+   * It must be a function of what it reads: the same inputs give the same object, so that the
+   * steady state writes nothing.
    *
    * @param primary The primary, as the reconcile received it.
+   * @param ctx Cached reads and the objects of the dependents this one depends on.
    * @returns The object to apply, or `undefined`.
    */
-  desired(primary: P): ApplyObject<U> | undefined;
+  desired(
+    primary: P,
+    ctx: DesiredContext,
+  ): ApplyObject<U> | undefined | Promise<ApplyObject<U> | undefined>;
   /**
    * Names of dependents that must be applied and ready before this one is applied; when one
    * of them is absent, this one is absent too (Java Operator SDK's `dependsOn`).
@@ -53,6 +62,44 @@ export interface Dependent<P extends KubeObject, U extends KubeObject> {
    * @default always
    */
   precondition?(primary: P, cache: CacheReader): boolean;
+}
+
+/**
+ * What a dependent's `desired` sees besides the primary.
+ *
+ * @example The Deployment's template carries a hash of the ConfigMap it mounts
+ * ```ts
+ * import type { DesiredContext } from "./dependent.ts";
+ * import type { ConfigMap } from "../../core/kinds.ts";
+ * async function htmlHash(ctx: DesiredContext): Promise<string> {
+ *   const config = ctx.dependents.config as ConfigMap | undefined;
+ *   const bytes = new TextEncoder().encode(config?.data?.["index.html"] ?? "");
+ *   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+ *   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+ * }
+ * const ctx = {
+ *   cache: {} as DesiredContext["cache"],
+ *   dependents: { config: { metadata: { name: "web" }, data: { "index.html": "hi" } } },
+ *   signal: new AbortController().signal,
+ * };
+ * if ((await htmlHash(ctx)).length !== 64) throw new Error();
+ * ```
+ */
+export interface DesiredContext {
+  /**
+   * The controller's cache, as `ctx.cache` in the reconcile: the kinds it declared (`owns`,
+   * `watches`, `reads`), with this reconcile's own writes shown at once.
+   */
+  readonly cache: CacheReader;
+  /**
+   * The dependents this one depends on, directly or through others, by name: each object as
+   * applied in this reconcile, or as the cache holds it when it was not applied (it waits for
+   * its own dependencies). A name is missing when that dependent has no object (it failed, or
+   * its object does not exist yet).
+   */
+  readonly dependents: Readonly<Record<string, KubeObject | undefined>>;
+  /** The reconcile's signal: pass it on to any request `desired` makes. */
+  readonly signal: AbortSignal;
 }
 
 /**

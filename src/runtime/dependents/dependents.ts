@@ -13,13 +13,17 @@
  *
  * 1. Labels the primary as the parent of an ApplySet (KEP-3659): `applyset.kubernetes.io/id`,
  *    and the tooling and `contains-group-kinds` annotations (a patch only when missing).
- * 2. Computes each dependent's desired object in topological order. A dependent is absent
- *    when `desired` returns `undefined`, when its `precondition` is false, or when a
- *    dependent it depends on is absent.
+ * 2. Computes each dependent's desired object, `await desired(primary, ctx)`, as soon as every
+ *    dependent it depends on is resolved (applied, or found waiting); independent ones
+ *    concurrently. `ctx.cache` reads the controller's cache and `ctx.dependents` holds the
+ *    objects of the dependents it depends on, directly or through others, as applied in this
+ *    reconcile (Java Operator SDK's `desired(primary, context)`). A dependent is absent when
+ *    `desired` returns `undefined`, when its `precondition` is false, or when a dependent it
+ *    depends on is absent.
  * 3. Applies the present ones (`ctx.apply`: server-side apply, owner reference, the ApplySet
- *    `part-of` label and `kubeno.dev/dependent: <name>`), each as soon as every dependent it
- *    depends on is applied and ready; independent ones concurrently. One whose dependencies
- *    are not ready is not applied in this reconcile (`waiting`).
+ *    `part-of` label and `kubeno.dev/dependent: <name>`), each once every dependent it depends
+ *    on is applied and ready. One whose dependencies are not ready is not applied in this
+ *    reconcile (`waiting`).
  * 4. Prunes, in reverse topological order, the members of absent dependents (found in the
  *    cache by their labels and controller owner) and members of present ones left under an
  *    older name.
@@ -41,8 +45,22 @@
  *   at once and which the next reconcile waits to show them (see `reconcile`): a child just
  *   applied is never pruned as unknown, a child just deleted is not deleted again.
  *
+ * ## Rolling pods when an input changes
+ *
+ * A Deployment that mounts a ConfigMap does not restart its pods when the ConfigMap changes:
+ * only a change of its pod template rolls it. The recommended way (Helm's `checksum/config`,
+ * Java Operator SDK's WebPage sample) is a hash of the input in a pod-template annotation: make
+ * the Deployment depend on the ConfigMap, and in its async `desired` hash what it mounts
+ * (`ctx.dependents.config`, the ConfigMap as just applied) with `crypto.subtle.digest`. A
+ * changed input changes the template, which rolls the pods; an unchanged one gives the same
+ * object, so nothing is written. A Secret or other object the graph does not own is read the
+ * same way from `ctx.cache` (declare its kind in `reads` or `watches`, so that its changes
+ * reconcile). No update hook is needed for this: `desired` is the one place that says what
+ * the child should be.
+ *
  * ## Caveats
  *
+ * - `desired` runs in every reconcile: keep it a function of what it reads, with no writes.
  * - A member is recognised by its labels and controller owner: objects this graph did not
  *   create are never pruned.
  * - `kubectl apply --prune --applyset` recognises a custom resource as a parent only when its
@@ -112,6 +130,50 @@ const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
  * });
  * if (children.order.join() !== "config,web") throw new Error();
  * if (controller.owns.map((k) => k.kind).join() !== "ConfigMap,Deployment") throw new Error();
+ * ```
+ *
+ * @example A pod template that rolls when the ConfigMap it mounts changes
+ * ```ts
+ * import { dependents } from "./dependents.ts";
+ * import { ConfigMap, Secret } from "../../core/kinds.ts";
+ * import { Deployment } from "../../core/kinds_workloads.ts";
+ *
+ * async function sha256(text: string): Promise<string> {
+ *   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+ *   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+ * }
+ * const labels = { app: "web" };
+ * const children = dependents(Secret, {
+ *   config: {
+ *     resource: ConfigMap,
+ *     desired: (s) => ({
+ *       metadata: { name: "web" },
+ *       data: { "index.html": s.metadata.annotations?.html ?? "" },
+ *     }),
+ *   },
+ *   web: {
+ *     resource: Deployment,
+ *     dependsOn: ["config"],
+ *     async desired(_s, ctx) {
+ *       const config = ctx.dependents.config as ConfigMap | undefined; // as just applied
+ *       const hash = await sha256(JSON.stringify(config?.data ?? {}));
+ *       return {
+ *         metadata: { name: "web" },
+ *         spec: {
+ *           selector: { matchLabels: labels },
+ *           template: {
+ *             metadata: { labels, annotations: { "example.com/config-hash": hash } },
+ *             spec: {
+ *               containers: [{ name: "web", image: "nginx" }],
+ *               volumes: [{ name: "html", configMap: { name: "web" } }],
+ *             },
+ *           },
+ *         },
+ *       };
+ *     },
+ *   },
+ * });
+ * if (children.order.join() !== "config,web") throw new Error();
  * ```
  */
 export function dependents<P extends KubeObject, D extends Record<string, KubeObject>>(

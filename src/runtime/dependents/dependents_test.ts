@@ -12,6 +12,11 @@ import { APPLYSET_PART_OF_LABEL, applySetGroupKinds } from "../../core/applyset.
 import { builtinReady } from "../../core/readiness.ts";
 
 const cm = (name: string) => ({ metadata: { name } });
+const primary = {
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: "p", namespace: "ns", uid: "u1" },
+};
 
 Deno.test("dependents: declaration errors name the dependent", () => {
   assert.throws(
@@ -115,6 +120,7 @@ function memoryContext(primary: KubeObject) {
   const ctx = {
     key: "ns/p",
     cache,
+    signal: new AbortController().signal,
     async apply(res: Resource<any>, obj: KubeObject) {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -145,11 +151,6 @@ function memoryContext(primary: KubeObject) {
 }
 
 Deno.test("workflow: gates, concurrency, absent branches, pruning in reverse order", async () => {
-  const primary = {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "p", namespace: "ns", uid: "u1" },
-  };
   let on = true;
   let depReady = false;
   const g = dependents(Secret, {
@@ -220,11 +221,6 @@ Deno.test("workflow: gates, concurrency, absent branches, pruning in reverse ord
 });
 
 Deno.test("workflow: a failing dependent is reported, its dependents wait, others go on", async () => {
-  const primary = {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "p", namespace: "ns", uid: "u1" },
-  };
   const g = dependents(Secret, {
     bad: {
       resource: ConfigMap,
@@ -243,4 +239,130 @@ Deno.test("workflow: a failing dependent is reported, its dependents wait, other
   assert.equal(r.condition.reason, "DependentFailed");
   assert.equal(r.error?.name, "DependentsError");
   assert.match(r.error?.message ?? "", /Cannot reconcile the dependents of "ns\/p": "bad": No key/);
+});
+
+const dataOf = (m: { store: Map<string, KubeObject> }, key: string) =>
+  (m.store.get(key) as ConfigMap | undefined)?.data;
+
+const sha256 = async (text: string) =>
+  Array.from(
+    new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+
+Deno.test("desired: async, its promise awaited before the apply; undefined prunes", async () => {
+  let html = "<h1>a</h1>";
+  let on = true;
+  const g = dependents(Secret, {
+    config: {
+      resource: ConfigMap,
+      async desired() {
+        await new Promise((r) => setTimeout(r, 5));
+        return on ? { metadata: { name: "c" }, data: { hash: await sha256(html) } } : undefined;
+      },
+    },
+    after: { resource: ConfigMap, dependsOn: ["config"], desired: () => cm("after") },
+  });
+  const m = memoryContext(primary);
+  let r = await g.reconcile(primary, m.ctx);
+  assert.equal(r.dependents.config.state, "ready");
+  assert.equal(dataOf(m, "ConfigMap/c")?.hash, await sha256("<h1>a</h1>"));
+  assert.equal(r.dependents.after.state, "ready");
+  html = "<h1>b</h1>";
+  await g.reconcile(primary, m.ctx);
+  assert.equal(dataOf(m, "ConfigMap/c")?.hash, await sha256("<h1>b</h1>"));
+  on = false; // an async undefined is absent: it and what depends on it are pruned
+  r = await g.reconcile(primary, m.ctx);
+  assert.deepEqual([r.dependents.config.state, r.dependents.after.state], ["pruned", "pruned"]);
+
+  const failing = dependents(Secret, {
+    bad: { resource: ConfigMap, desired: () => Promise.reject(new Error("No html")) },
+  });
+  const f = await failing.reconcile(primary, memoryContext(primary).ctx);
+  assert.equal(f.dependents.bad.state, "failed");
+  assert.match(f.error?.message ?? "", /"bad": No html/);
+});
+
+Deno.test("desired: reads another object from ctx.cache", async () => {
+  const g = dependents(Secret, {
+    copy: {
+      resource: ConfigMap,
+      desired: (_p, ctx) => {
+        const source = ctx.cache.get(ConfigMap, "settings", { namespace: "ns" });
+        return source ? { metadata: { name: "copy" }, data: { ...source.data } } : undefined;
+      },
+    },
+  });
+  const m = memoryContext(primary);
+  let r = await g.reconcile(primary, m.ctx);
+  assert.equal(r.dependents.copy.state, "absent", "no settings in the cache yet");
+  m.store.set("ConfigMap/settings", {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "settings", namespace: "ns" },
+    data: { mode: "fast" },
+  } as KubeObject);
+  r = await g.reconcile(primary, m.ctx);
+  assert.equal(r.dependents.copy.state, "ready");
+  assert.deepEqual(dataOf(m, "ConfigMap/copy"), { mode: "fast" });
+});
+
+Deno.test("desired: sees the dependents resolved before it in the same reconcile", async () => {
+  let html = "<h1>a</h1>";
+  let configReady = true;
+  const seen: Record<string, string[]> = {};
+  const g = dependents(Secret, {
+    config: {
+      resource: ConfigMap,
+      desired: () => ({ metadata: { name: "c" }, data: { "index.html": html } }),
+      ready: () => configReady,
+    },
+    other: { resource: ConfigMap, desired: () => cm("other") },
+    web: {
+      resource: Deployment,
+      dependsOn: ["config"],
+      async desired(_p, ctx) {
+        const config = ctx.dependents.config as ConfigMap | undefined;
+        const hash = await sha256(config?.data?.["index.html"] ?? "");
+        return {
+          metadata: { name: "web" },
+          spec: {
+            selector: { matchLabels: { app: "web" } },
+            template: {
+              metadata: { labels: { app: "web" }, annotations: { "config-hash": hash } },
+            },
+          },
+        };
+      },
+      ready: () => true,
+    },
+    svc: {
+      resource: Service,
+      dependsOn: ["web"],
+      desired: (_p, ctx) => {
+        seen.svc = Object.keys(ctx.dependents).sort();
+        return cm("svc");
+      },
+      ready: () => true,
+    },
+  });
+  const m = memoryContext(primary);
+  const hashOf = () =>
+    (m.store.get("Deployment/web") as Deployment | undefined)?.spec?.template.metadata
+      ?.annotations?.["config-hash"];
+  await g.reconcile(primary, m.ctx);
+  assert.equal(hashOf(), await sha256("<h1>a</h1>"));
+  assert.deepEqual(seen.svc, ["config", "web"], "transitive dependencies, not other branches");
+
+  // The input changes: the same reconcile applies the ConfigMap, then the template follows.
+  html = "<h1>b</h1>";
+  await g.reconcile(primary, m.ctx);
+  assert.equal(hashOf(), await sha256("<h1>b</h1>"));
+
+  // A dependency not ready is passed as the cache holds it; the dependent waits.
+  configReady = false;
+  html = "<h1>c</h1>";
+  const r = await g.reconcile(primary, m.ctx);
+  assert.equal(r.dependents.web.state, "waiting");
+  assert.equal(hashOf(), await sha256("<h1>b</h1>"), "not applied while waiting");
 });
