@@ -78,6 +78,7 @@ export {
   ServiceAccount,
 } from "./src/core/kinds.ts";
 export { DaemonSet, Deployment, Job, StatefulSet } from "./src/core/kinds_workloads.ts";
+export { Ingress } from "./src/core/api/networking/v1.ts";
 
 // Controllers
 export {
@@ -106,6 +107,10 @@ export {
   setCondition,
 } from "./src/core/conditions.ts";
 export { controllerOf, setControllerReference } from "./src/core/owner.ts";
+
+// Dependents: the children a primary declares, applied, pruned and judged ready in order
+// (their types and options are in `@kubeno/kubeno/runtime/dependents`)
+export { dependents } from "./src/runtime/dependents/dependents.ts";
 
 // Admission webhooks
 export { admission, AdmissionDenied, type AdmissionOptions } from "./src/webhook/admission.ts";

@@ -294,8 +294,10 @@ Deno.test("entry points hold docs and explicit re-exports only; mod.ts stays sma
   const root = await Deno.readTextFile(join(ROOT, "mod.ts"));
   const names = [...root.matchAll(/export (?:type )?\{([^}]*)\}/g)]
     .flatMap((m) => m[1].split(",").map((n) => n.trim()).filter(Boolean));
-  // 66: the happy path and KubenoError, the base of every error it throws.
-  assert.ok(names.length <= 66, `mod.ts exports ${names.length} names`);
+  // 68: the happy path — with dependents and the kinds a web app's dependents are (Ingress),
+  // so one import entry suffices for an operator that uses them — and KubenoError, the base
+  // of every error it throws.
+  assert.ok(names.length <= 68, `mod.ts exports ${names.length} names`);
 });
 
 /** The names an entry point exports. */
