@@ -135,6 +135,12 @@ interface Engaged {
   error?: string;
 }
 
+/**
+ * The provider's abort reason, made once: an error made at stop would keep the stopping
+ * frames (and the caches of the members they stopped) reachable from the signal.
+ */
+const PROVIDER_STOPPED = new DOMException("The fleet stops", "AbortError");
+
 /** How long the first request to an engaged member may take before it counts as unreachable. */
 const REACH_TIMEOUT_MS = 10_000;
 
@@ -343,7 +349,7 @@ export class Fleet implements MemberClusters {
       },
       stop: async () => {
         this.#stopping = true;
-        stop.abort();
+        stop.abort(PROVIDER_STOPPED);
         clearInterval(watchdog);
         for (const t of this.#retries) clearTimeout(t);
         await running;
