@@ -67,7 +67,12 @@ export class ClusterScope {
   readonly runnables: readonly Runnable[];
   #late = false;
 
-  /** @param o The controllers, the client and their options. */
+  /**
+   * Builds the informer factory, the controllers' runtimes and their runnables; nothing runs
+   * until the manager starts the runnables.
+   *
+   * @param o The controllers, the client and their options.
+   */
   constructor(o: ClusterScopeOptions) {
     this.cluster = o.cluster;
     this.client = o.client;
