@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { applyAdmitted, spawnLogged, waitFor } from "./_helpers.ts";
 import { assertDefaultPortsFree } from "./_ports.ts";
+import { MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
 const REPO = new URL("../", import.meta.url);
 const README = new URL("README.md", REPO);
-const SAMPLE = new URL("examples/myapp-sample.yaml", REPO).pathname;
 const dec = new TextDecoder();
 
 interface Block {
