@@ -4,6 +4,9 @@ import assert from "node:assert/strict";
 import https from "node:https";
 import { toYaml } from "../src/util/yaml.ts";
 import type { KubeObject } from "../src/core/object.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import type { ControlPlane } from "../src/testing/control_plane.ts";
+import { type FaultProxy, startFaultProxy } from "../src/testing/fault_proxy.ts";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
 import {
   defaultControllerRateLimiter,
@@ -580,4 +583,34 @@ export function userClusterRole(user: string, rules: Record<string, unknown>[]):
     roleRef: { apiGroup: rbac, kind: "ClusterRole", name: user },
     subjects: [{ kind: "User", name: user, apiGroup: rbac }],
   } as KubeObject];
+}
+
+/** A client whose connections go through a fault proxy, see {@linkcode viaFaultProxy}. */
+export interface ViaFaultProxy extends AsyncDisposable {
+  /** The proxy in front of the API server. */
+  proxy: FaultProxy;
+  /** A client of the API server through the proxy. */
+  client: Client;
+}
+
+/**
+ * Starts a fault proxy in front of `cp`'s API server and a client through it; disposing it
+ * closes the client, then the proxy.
+ *
+ * @param cp The control plane.
+ * @returns The proxy and the client.
+ */
+export async function viaFaultProxy(cp: ControlPlane): Promise<ViaFaultProxy> {
+  const proxy = await startFaultProxy({ target: cp.server });
+  const client = await createClient({
+    kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
+  });
+  return {
+    proxy,
+    client,
+    async [Symbol.asyncDispose]() {
+      client[Symbol.dispose]();
+      await proxy[Symbol.asyncDispose]();
+    },
+  };
 }
