@@ -35,7 +35,7 @@ import type { KubeObject } from "../src/core/object.ts";
 import type { Resource } from "../src/core/resource.ts";
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "../testing.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
-import { mapConcurrent, waitFor } from "./_helpers.ts";
+import { installOperator, mapConcurrent, reportLog, waitFor } from "./_helpers.ts";
 import { type Exit, type ReplicaProgram, SupervisedReplica } from "./_supervised_replica.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
@@ -85,12 +85,7 @@ const widgetProfile: ChaosProfile = {
   resource: Widget,
   lease: "/apis/coordination.k8s.io/v1/namespaces/default/leases/widget-operator",
   async setup(cp) {
-    const install = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", FIXTURE, "install", "--kubeconfig", cp.kubeconfigPath],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
+    await installOperator(FIXTURE, cp.kubeconfigPath);
   },
   replica: (_name, cp) => Promise.resolve({ kubeconfig: cp.kubeconfigPath }),
   async create(admin, name) {
@@ -179,13 +174,7 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
  * @returns The report; `problems` lists what went wrong.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const say = options.log ?? (() => {});
-  const problems: string[] = [];
-  const measured: string[] = [];
-  const measure = (line: string) => {
-    measured.push(line);
-    say(line);
-  };
+  const { say, measure, problems, measured } = reportLog(options.log);
   const n = options.objects;
   const names = Array.from({ length: n }, (_, i) => `w${i}`);
   const doomed = names.slice(0, options.deletes);

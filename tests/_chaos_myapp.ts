@@ -28,7 +28,7 @@ import {
   ValidatingWebhookConfiguration,
 } from "../src/core/kinds_cluster.ts";
 import { MAX_REPLICAS, Myapp } from "../examples/myapp.ts";
-import { waitFor } from "./_helpers.ts";
+import { installOperator, waitFor } from "./_helpers.ts";
 import type { ChaosProfile } from "./_chaos.ts";
 
 const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
@@ -228,12 +228,7 @@ rules:
     },
     async setup(cp, admin) {
       adminClient = admin;
-      const install = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", "--quiet", EXAMPLE, "install", "--kubeconfig", cp.kubeconfigPath],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
+      await installOperator(EXAMPLE, cp.kubeconfigPath);
       await admin.create(Namespace, { metadata: { name: `${NAME}-system` } });
       ca = await createCa("chaos-webhook-ca-1");
       await writeCerts(await serving(ca), ca.certPem);

@@ -1,6 +1,12 @@
 // Shared helpers for tests against the real control plane. Wait on conditions with
 // deadlines; never sleep a fixed time to let things settle.
+import assert from "node:assert/strict";
 import https from "node:https";
+import { toYaml } from "../src/util/yaml.ts";
+import type { KubeObject } from "../src/core/object.ts";
+import { type Client, createClient } from "../src/client/client.ts";
+import type { ControlPlane } from "../src/testing/control_plane.ts";
+import { type FaultProxy, startFaultProxy } from "../src/testing/fault_proxy.ts";
 import type { WatchClient } from "../src/runtime/watch/watch.ts";
 import {
   defaultControllerRateLimiter,
@@ -235,14 +241,16 @@ export async function serviceAccountToken(
   return { authorization: `Bearer ${token.body.status.token}` };
 }
 
-/** An example operator running as a user runs it, see {@linkcode startExample}. */
-export interface RunningExample {
+/** A process whose stderr is collected, see {@linkcode spawnLogged}. */
+export interface RunningProcess {
   /** The process. */
   readonly proc: Deno.ChildProcess;
   /** Everything it wrote to stderr so far. */
   logs(): string;
   /** The stderr lines that match `re`. */
   lines(re: RegExp): string[];
+  /** Its exit status once it has exited: a "still running" check reads it, never races it. */
+  exited(): Deno.CommandStatus | undefined;
   /**
    * Sends `signal` (unless it exited) and waits for the exit and the end of its output.
    *
@@ -250,6 +258,52 @@ export interface RunningExample {
    * @returns The exit status.
    */
   stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/** An example operator running as a user runs it, see {@linkcode startExample}. */
+export type RunningExample = RunningProcess;
+
+/**
+ * Spawns `program args` with no stdin or stdout, collecting its stderr.
+ *
+ * @param program The program.
+ * @param args Its arguments.
+ * @param options `env`: the environment to add; `cwd`: where to run it.
+ * @returns The running process.
+ */
+export function spawnLogged(
+  program: string,
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): RunningProcess {
+  const proc = new Deno.Command(program, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let logs = "";
+  let exited: Deno.CommandStatus | undefined;
+  proc.status.then((status) => exited = status);
+  const pump = (async () => {
+    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
+  })();
+  return {
+    proc,
+    logs: () => logs,
+    lines: (re) => logs.split("\n").filter((l) => re.test(l)),
+    exited: () => exited,
+    async stop(signal = "SIGTERM") {
+      try {
+        proc.kill(signal);
+      } catch { /* exited */ }
+      const status = await proc.status;
+      await pump.catch(() => {});
+      return status;
+    },
+  };
 }
 
 /**
@@ -269,31 +323,57 @@ export function startExample(
   env: Record<string, string>,
   options: { argv?: string[]; cwd?: string } = {},
 ): RunningExample {
-  const proc = new Deno.Command(Deno.execPath(), {
-    args: options.argv ?? ["run", "-A", "--quiet", example, "run", ...args],
-    cwd: options.cwd,
+  return spawnLogged(
+    Deno.execPath(),
+    options.argv ?? ["run", "-A", "--quiet", example, "run", ...args],
+    { env, cwd: options.cwd },
+  );
+}
+
+/**
+ * `kubectl apply -f <path>`, tried until it is admitted (an operator's webhook may not serve
+ * yet).
+ *
+ * @param cp The control plane.
+ * @param path The manifest.
+ * @param timeoutMs How long to keep trying.
+ */
+export async function applyAdmitted(
+  cp: { kubectl(...args: string[]): Promise<{ code: number; stderr: string }> },
+  path: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await waitFor(async () => {
+    const r = await cp.kubectl("apply", "-f", path);
+    if (r.code !== 0) throw new Error(r.stderr.trim());
+    return true;
+  }, { timeoutMs, intervalMs: 250, what: "kubectl apply of the sample" });
+}
+
+/**
+ * `deno run -A --quiet <program> install --kubeconfig <path>`, asserting that it exits 0 (its
+ * stderr the message).
+ *
+ * @param program The operator program.
+ * @param kubeconfig The kubeconfig's path.
+ * @param env The environment to add.
+ * @returns What it wrote.
+ */
+export async function installOperator(
+  program: string,
+  kubeconfig: string,
+  env?: Record<string, string>,
+): Promise<{ stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", program, "install", "--kubeconfig", kubeconfig],
     env,
-    stdin: "null",
-    stdout: "null",
+    stdout: "piped",
     stderr: "piped",
-  }).spawn();
-  let logs = "";
-  const pump = (async () => {
-    for await (const chunk of proc.stderr.pipeThrough(new TextDecoderStream())) logs += chunk;
-  })();
-  return {
-    proc,
-    logs: () => logs,
-    lines: (re) => logs.split("\n").filter((l) => re.test(l)),
-    async stop(signal = "SIGTERM") {
-      try {
-        proc.kill(signal);
-      } catch { /* exited */ }
-      const status = await proc.status;
-      await pump.catch(() => {});
-      return status;
-    },
-  };
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  return { stdout, stderr };
 }
 
 /** A rate limiter that records each delay it hands out, per key. */
@@ -360,4 +440,177 @@ export function decodeOutput(
 ): { code: number; stdout: string; stderr: string } {
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** A scenario's report lines, see {@linkcode reportLog}. */
+export interface ReportLog {
+  /** Writes a progress line. */
+  say(line: string): void;
+  /** Records a measured line and writes it. */
+  measure(line: string): void;
+  /** What went wrong. */
+  problems: string[];
+  /** What was measured. */
+  measured: string[];
+}
+
+/**
+ * Collects a scenario's problems and measured lines, writing progress to `log`.
+ *
+ * @param log Where progress goes; nowhere by default.
+ * @returns The report's lines.
+ */
+export function reportLog(log?: (line: string) => void): ReportLog {
+  const say = log ?? (() => {});
+  const measured: string[] = [];
+  return {
+    say,
+    measure(line) {
+      measured.push(line);
+      say(line);
+    },
+    problems: [],
+    measured,
+  };
+}
+
+/**
+ * Writes kubeconfigs of one cluster and one user each into `dir` (`kc-0.yaml`, `kc-1.yaml`…).
+ *
+ * @param dir Where they go.
+ * @param server The API server's URL.
+ * @param defaults Fields every `clusters[].cluster` entry has.
+ * @returns A function that writes one for a `users[].user` entry and more `cluster` fields,
+ *   and returns its path.
+ */
+export function kubeconfigWriter(
+  dir: string,
+  server: string,
+  defaults: Record<string, unknown> = {},
+): (user: Record<string, unknown>, cluster?: Record<string, unknown>) => Promise<string> {
+  let n = 0;
+  return async (user, cluster = {}) => {
+    const path = `${dir}/kc-${n++}.yaml`;
+    await Deno.writeTextFile(
+      path,
+      toYaml([{
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "c", cluster: { server, ...defaults, ...cluster } }],
+        users: [{ name: "u", user }],
+        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+        "current-context": "x",
+      }]),
+    );
+    return path;
+  };
+}
+
+/**
+ * The non-blank lines of a process's output, each with its JSON when it is JSON (a last line
+ * without its newline is yielded as text).
+ *
+ * @param stream The output.
+ * @returns The lines as they arrive.
+ */
+export async function* jsonLines<J>(
+  stream: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ raw: string; json?: J }> {
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    const parts = (rest + chunk).split("\n");
+    rest = parts.pop()!;
+    for (const raw of parts) {
+      if (!raw.trim()) continue;
+      let json: J | undefined;
+      try {
+        json = JSON.parse(raw);
+      } catch { /* a plain text line */ }
+      yield { raw, json };
+    }
+  }
+  if (rest.trim()) yield { raw: rest };
+}
+
+/**
+ * {@linkcode waitFor} with the description first, as some tests read.
+ *
+ * @param intervalMs How often it polls.
+ * @returns `until(what, fn, timeoutMs = 30_000)`.
+ */
+export function untilEvery(
+  intervalMs: number,
+): <T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs?: number) => Promise<T> {
+  return (what, fn, timeoutMs = 30_000) => waitFor(fn, { what, timeoutMs, intervalMs });
+}
+
+/**
+ * The spec of a Deployment "web": `replicas` pods of one nginx container, labelled
+ * `app: web`.
+ *
+ * @param replicas How many pods.
+ * @returns The spec.
+ */
+export function webDeploymentSpec(replicas: number) {
+  return {
+    replicas,
+    selector: { matchLabels: { app: "web" } },
+    template: {
+      metadata: { labels: { app: "web" } },
+      spec: { containers: [{ name: "web", image: "nginx" }] },
+    },
+  };
+}
+
+/**
+ * A ClusterRole of `rules` and its ClusterRoleBinding to the user of the same name.
+ *
+ * @param user The user's name, also the role's and the binding's.
+ * @param rules The role's rules.
+ * @returns The two objects.
+ */
+export function userClusterRole(user: string, rules: Record<string, unknown>[]): KubeObject[] {
+  const rbac = "rbac.authorization.k8s.io";
+  return [{
+    apiVersion: `${rbac}/v1`,
+    kind: "ClusterRole",
+    metadata: { name: user },
+    rules,
+  } as KubeObject, {
+    apiVersion: `${rbac}/v1`,
+    kind: "ClusterRoleBinding",
+    metadata: { name: user },
+    roleRef: { apiGroup: rbac, kind: "ClusterRole", name: user },
+    subjects: [{ kind: "User", name: user, apiGroup: rbac }],
+  } as KubeObject];
+}
+
+/** A client whose connections go through a fault proxy, see {@linkcode viaFaultProxy}. */
+export interface ViaFaultProxy extends AsyncDisposable {
+  /** The proxy in front of the API server. */
+  proxy: FaultProxy;
+  /** A client of the API server through the proxy. */
+  client: Client;
+}
+
+/**
+ * Starts a fault proxy in front of `cp`'s API server and a client through it; disposing it
+ * closes the client, then the proxy.
+ *
+ * @param cp The control plane.
+ * @returns The proxy and the client.
+ */
+export async function viaFaultProxy(cp: ControlPlane): Promise<ViaFaultProxy> {
+  const proxy = await startFaultProxy({ target: cp.server });
+  const client = await createClient({
+    kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
+  });
+  return {
+    proxy,
+    client,
+    async [Symbol.asyncDispose]() {
+      client[Symbol.dispose]();
+      await proxy[Symbol.asyncDispose]();
+    },
+  };
 }

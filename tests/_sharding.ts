@@ -25,7 +25,7 @@ import { Lease } from "../src/core/kinds_cluster.ts";
 import { shardOf } from "../src/runtime/sharding/hash_range.ts";
 import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { Shardwork } from "./fixtures/shard_operator.ts";
-import { mapConcurrent, waitFor } from "./_helpers.ts";
+import { installOperator, mapConcurrent, reportLog, waitFor } from "./_helpers.ts";
 import { type Instance, SupervisedReplica } from "./_supervised_replica.ts";
 import { freePort } from "../src/testing/process.ts";
 
@@ -139,13 +139,7 @@ function identity(inst: Instance): string | undefined {
  * @returns The report; `problems` lists what went wrong.
  */
 export async function runSharding(options: ShardingOptions): Promise<ShardingReport> {
-  const say = options.log ?? (() => {});
-  const problems: string[] = [];
-  const measured: string[] = [];
-  const measure = (line: string) => {
-    measured.push(line);
-    say(line);
-  };
+  const { say, measure, problems, measured } = reportLog(options.log);
   const n = options.objects;
   const auditDir = await Deno.makeTempDir({ prefix: "kubeno-audit-" });
   await Deno.writeTextFile(
@@ -170,12 +164,7 @@ export async function runSharding(options: ShardingOptions): Promise<ShardingRep
     ],
   });
   using admin = await createClient({ kubeconfig: cp.kubeconfigPath });
-  const install = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", FIXTURE, "install", "--kubeconfig", cp.kubeconfigPath],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (install.code !== 0) throw new Error(new TextDecoder().decode(install.stderr));
+  await installOperator(FIXTURE, cp.kubeconfigPath);
   const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `shards-${i}`);
   for (const ns of namespaces) await admin.create(Namespace, { metadata: { name: ns } });
 

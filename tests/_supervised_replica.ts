@@ -3,6 +3,7 @@
 // whenever it exits, with the kubelet's back-off, and every exit recorded with its reason.
 // Used by the chaos scenario (tests/_chaos.ts).
 import { freePort } from "../src/testing/process.ts";
+import { jsonLines } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 
@@ -66,20 +67,9 @@ export class Instance {
   }
 
   async #collect(): Promise<void> {
-    let rest = "";
-    for await (const chunk of this.proc.stderr.pipeThrough(new TextDecoderStream())) {
-      const parts = (rest + chunk).split("\n");
-      rest = parts.pop()!;
-      for (const raw of parts) {
-        if (!raw.trim()) continue;
-        let json: Json | undefined;
-        try {
-          json = JSON.parse(raw);
-        } catch { /* the exit line is plain text */ }
-        this.lines.push({ raw, json, at: Date.now() });
-      }
+    for await (const { raw, json } of jsonLines<Json>(this.proc.stderr)) {
+      this.lines.push({ raw, json, at: Date.now() });
     }
-    if (rest.trim()) this.lines.push({ raw: rest, at: Date.now() });
   }
 
   logged(prefix: string) {

@@ -11,8 +11,7 @@ import { FILE_REFRESH_MS } from "../src/client/kubeconfig/_credentials.ts";
 import { resource } from "../src/core/resource.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { type Clock, realClock } from "../src/util/clock.ts";
-import { toYaml } from "../src/util/yaml.ts";
-import { decodeOutput, waitFor } from "./_helpers.ts";
+import { decodeOutput, kubeconfigWriter, waitFor } from "./_helpers.ts";
 import { operatorPermissions } from "../src/tool/compile.ts";
 
 const WHOAMI = new URL("./fixtures/whoami.ts", import.meta.url).pathname;
@@ -42,29 +41,8 @@ Deno.test("auth: each credential form authenticates to the real API server", asy
   const dir = await Deno.makeTempDir({ prefix: "kubeno-auth-" });
   const caFile = `${dir}/ca.crt`;
   await Deno.writeTextFile(caFile, cp.caCertPem);
-  let n = 0;
   /** Writes a kubeconfig for `user` (a kubeconfig `users[].user` entry) against `cluster`. */
-  const kubeconfig = async (
-    user: Record<string, unknown>,
-    cluster: Record<string, unknown> = {},
-  ): Promise<string> => {
-    const path = `${dir}/kc-${n++}.yaml`;
-    await Deno.writeTextFile(
-      path,
-      toYaml([{
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{
-          name: "c",
-          cluster: { server: cp.server, "certificate-authority": caFile, ...cluster },
-        }],
-        users: [{ name: "u", user }],
-        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-        "current-context": "x",
-      }]),
-    );
-    return path;
-  };
+  const kubeconfig = kubeconfigWriter(dir, cp.server, { "certificate-authority": caFile });
   /** Who the API server says the kubeconfig's user is. */
   const whoami = async (path: string): Promise<string> => {
     using client = await createClient({ kubeconfig: path });

@@ -16,11 +16,10 @@ import { Deployment } from "../src/core/kinds_workloads.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
 import { createCa, issueCert } from "../src/util/x509.ts";
 import { toYaml } from "../src/util/yaml.ts";
-import type { KubeObject } from "../src/core/object.ts";
 import { Myapp } from "../examples/myapp.ts";
-import { runArgv, waitFor } from "./_helpers.ts";
+import { startExample, userClusterRole, waitFor } from "./_helpers.ts";
+import { MYAPP_EXAMPLE as EXAMPLE } from "./_examples.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
 const CRD = "myapps.apps.kubeno.dev";
 const NO_ENDPOINTS = ["--metrics-bind-address=0", "--health-probe-bind-address=0"];
 const dec = new TextDecoder();
@@ -285,29 +284,18 @@ Deno.test("bad input: one line, the documented exit code, nothing half-applied",
   );
   // May write CRDs and read webhook configurations, but not write them: the dry run of the
   // webhook configuration is refused, so the CRD is not applied either.
-  const rbac: KubeObject[] = [{
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "ClusterRole",
-    metadata: { name: "crd-writer" },
-    rules: [
-      {
-        apiGroups: ["apiextensions.k8s.io"],
-        resources: ["customresourcedefinitions"],
-        verbs: ["get", "list", "create", "patch", "update"],
-      },
-      {
-        apiGroups: ["admissionregistration.k8s.io"],
-        resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-        verbs: ["get"],
-      },
-    ],
-  } as KubeObject, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "ClusterRoleBinding",
-    metadata: { name: "crd-writer" },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "crd-writer" },
-    subjects: [{ kind: "User", name: "crd-writer", apiGroup: "rbac.authorization.k8s.io" }],
-  } as KubeObject];
+  const rbac = userClusterRole("crd-writer", [
+    {
+      apiGroups: ["apiextensions.k8s.io"],
+      resources: ["customresourcedefinitions"],
+      verbs: ["get", "list", "create", "patch", "update"],
+    },
+    {
+      apiGroups: ["admissionregistration.k8s.io"],
+      resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+      verbs: ["get"],
+    },
+  ]);
   await Deno.writeTextFile(`${tmp}/rbac.yaml`, toYaml(rbac));
   assert.equal((await cp.kubectl("apply", "-f", `${tmp}/rbac.yaml`)).code, 0);
   const crdWriter = await cp.createUser("crd-writer");
@@ -571,24 +559,12 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
   );
 
   // --- Custom resources, with the operator running: kubectl refuses, the operator goes on. --
-  const operator = new Deno.Command(Deno.execPath(), {
-    args: runArgv(EXAMPLE, [
-      "--kubeconfig",
-      kc,
-      ...NO_ENDPOINTS,
-      "--webhook-port=0",
-    ]),
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let opLog = "";
-  let exited: Deno.CommandStatus | undefined;
-  operator.status.then((s) => exited = s);
-  const pump = (async () => {
-    for await (const c of operator.stderr.pipeThrough(new TextDecoderStream())) opLog += c;
-  })();
+  const operator = startExample(EXAMPLE, [
+    "--kubeconfig",
+    kc,
+    ...NO_ENDPOINTS,
+    "--webhook-port=0",
+  ], { NO_COLOR: "1" });
   try {
     // The webhook is registered once a valid object is admitted and defaulted.
     await waitFor(async () => {
@@ -599,7 +575,7 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
         spec: { image: "nginx", replicas: 1 },
       } as never);
       return app.spec.port === 8080;
-    }, { timeoutMs: 60_000, what: `the local run to serve webhooks; log:\n${opLog}` });
+    }, { timeoutMs: 60_000, what: `the local run to serve webhooks; log:\n${operator.logs()}` });
 
     const apply = async (name: string, spec: Record<string, unknown>, strict = false) => {
       const file = `${tmp}/${name}.yaml`;
@@ -937,7 +913,11 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
     );
 
     await t.step("the operator kept running and lost nothing", async () => {
-      assert.equal(exited, undefined, `the operator exited during the bad inputs:\n${opLog}`);
+      assert.equal(
+        operator.exited(),
+        undefined,
+        `the operator exited during the bad inputs:\n${operator.logs()}`,
+      );
       const dep = await waitFor(
         () => admin.get(Deployment, "valid", { namespace: "default" }).catch(() => undefined),
         { what: "the valid Myapp's Deployment" },
@@ -956,9 +936,7 @@ await operator({ name: "invalid-operator", version: "1.0.0", controllers: [],
       );
     });
   } finally {
-    operator.kill("SIGTERM");
-    await operator.status;
-    await pump;
+    await operator.stop("SIGTERM");
     await Deno.remove(tmp, { recursive: true });
   }
 

@@ -44,16 +44,10 @@ import {
 } from "../src/core/kinds_cluster.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
-import { serverWatches, waitFor } from "./_helpers.ts";
+import { serverWatches, untilEvery, webDeploymentSpec } from "./_helpers.ts";
 
-/** `waitFor` with the description first, as these tests read. */
-function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  return waitFor(fn, { what, timeoutMs, intervalMs: 50 });
-}
+/** `waitFor` with the description first, polling every 50 ms. */
+const until = untilEvery(50);
 
 interface Widget extends KubeObject {
   spec?: { size?: number; color?: string };
@@ -274,14 +268,7 @@ Deno.test("client against a real API server", async (t) => {
   await t.step("Deployment: strategic patch and status subresource", async () => {
     const dep = await client.create(Deployment, {
       metadata: { name: "web" },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: "web" } },
-        template: {
-          metadata: { labels: { app: "web" } },
-          spec: { containers: [{ name: "web", image: "nginx" }] },
-        },
-      },
+      spec: webDeploymentSpec(2),
     });
     const patched = await client.patch(Deployment, "web", {
       spec: { template: { spec: { containers: [{ name: "sidecar", image: "busybox" }] } } },

@@ -3,7 +3,7 @@
 import * as k8s from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { waitFor, webDeploymentSpec } from "./_helpers.ts";
 
 Deno.test("control plane with workloads: Deployment becomes Ready and is garbage-collected", async (t) => {
   await using cp = await startControlPlane({ workloads: true });
@@ -30,14 +30,7 @@ Deno.test("control plane with workloads: Deployment becomes Ready and is garbage
             uid: owner.metadata!.uid!,
           }],
         },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: "web" } },
-          template: {
-            metadata: { labels: { app: "web" } },
-            spec: { containers: [{ name: "web", image: "nginx" }] },
-          },
-        },
+        spec: webDeploymentSpec(2),
       },
     });
     const ready = await waitFor(async () => {

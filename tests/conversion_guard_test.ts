@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { Tick } from "./fixtures/tick_operator.ts";
-import { NO_SERVERS, runArgv, waitFor } from "./_helpers.ts";
+import { NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/tick_operator.ts", import.meta.url).pathname;
 const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent" };
@@ -34,26 +34,13 @@ Deno.test("a conversion that throws refuses the write, and a stored one is logge
     metadata: { name, namespace: "default" },
     spec: { schedule },
   });
-  let logs: string[] = [];
-  const start = () => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: runArgv(FIXTURE, [
-        kubeconfig,
-        "--namespace=default",
-        ...NO_SERVERS,
-        "--log-format=json",
-      ]),
-      env,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
-    logs = [];
-    const done = (async () => {
-      for await (const line of child.stderr.pipeThrough(new TextDecoderStream())) logs.push(line);
-    })();
-    return { child, done };
-  };
+  const start = () =>
+    startExample(FIXTURE, [
+      kubeconfig,
+      "--namespace=default",
+      ...NO_SERVERS,
+      "--log-format=json",
+    ], env);
   // Ready once the validating webhook refuses (a server dry run stores nothing either way) and the
   // conversion webhook answers.
   const guarded = () =>
@@ -62,12 +49,10 @@ Deno.test("a conversion that throws refuses the write, and a stored one is logge
       const get = await cp.kubectl("get", at("v2"), "good", "-n", "default");
       return /cannot be stored/.test(r.stderr) && get.code === 0;
     }, { timeoutMs: 60_000, intervalMs: 250, what: "the operator's webhooks to answer" });
-  const lines = () => logs.join("").split("\n").filter(Boolean);
   let op: ReturnType<typeof start> | undefined;
+  const lines = () => op!.lines(/./);
   const stop = async () => {
-    op!.child.kill("SIGINT");
-    await op!.child.status;
-    await op!.done;
+    await op!.stop("SIGINT");
     op = undefined;
   };
 

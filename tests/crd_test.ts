@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { untilEvery } from "./_helpers.ts";
 import { defineResource } from "../src/schema/define_resource.ts";
 import {
   cel,
@@ -116,14 +116,8 @@ type Api = (
   headers?: Record<string, string>,
 ) => Promise<{ status: number; body: any; warning: string | null }>;
 
-/** `waitFor` with the description first, as these tests read. */
-function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  return waitFor(fn, { what, timeoutMs, intervalMs: 100 });
-}
+/** `waitFor` with the description first, polling every 100 ms. */
+const until = untilEvery(100);
 
 const base = `/apis/${Rich.group}/${Rich.version}/namespaces/default/${Rich.plural}`;
 const valid = {

@@ -6,10 +6,9 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
-import { startExample, waitFor } from "./_helpers.ts";
+import { applyAdmitted, installOperator, startExample, waitFor } from "./_helpers.ts";
+import { MYAPP_EXAMPLE as EXAMPLE, MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const SHARDED = new URL("./fixtures/shard_operator.ts", import.meta.url).pathname;
 
 /** The metric families a scrape holds: the names of its `# TYPE` lines. */
@@ -33,15 +32,7 @@ Deno.test("manifests --grafana: every query names a family a live operator serve
   await using cp = await startControlPlane();
   const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
   const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
-  for (const entry of [EXAMPLE, SHARDED]) {
-    const install = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", entry, "install", kubeconfig],
-      env,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
-  }
+  for (const entry of [EXAMPLE, SHARDED]) await installOperator(entry, cp.kubeconfigPath, env);
 
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", EXAMPLE, "manifests", "--grafana"],
@@ -98,11 +89,7 @@ Deno.test("manifests --grafana: every query names a family a live operator serve
   try {
     await t.step("every family the dashboard queries is served", async () => {
       // One admission and one reconcile, so the webhook's and controller's series exist too.
-      await waitFor(async () => {
-        const r = await cp.kubectl("apply", "-f", SAMPLE);
-        if (r.code !== 0) throw new Error(r.stderr.trim());
-        return true;
-      }, { timeoutMs: 60_000, intervalMs: 250, what: "kubectl apply of the sample" });
+      await applyAdmitted(cp, SAMPLE);
       const served = await waitFor(async () => {
         const a = await scrape(`http://127.0.0.1:${myappPort}/metrics`);
         const b = await scrape(`http://127.0.0.1:${shardPort}/metrics`);

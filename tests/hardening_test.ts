@@ -23,7 +23,7 @@ import { installStack, Stack } from "./_stack.ts";
 import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { informer } from "../src/runtime/cache/informer.ts";
 import { HealthChecks, serveProbes, watchesNotStalled } from "../src/runtime/manager/health.ts";
-import { httpsGet, serviceAccountToken, uniqueName, waitFor } from "./_helpers.ts";
+import { httpsGet, serviceAccountToken, uniqueName, userClusterRole, waitFor } from "./_helpers.ts";
 
 const WIDGET = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
 const TLS_PROBE = new URL("./fixtures/tls_trust_probe.ts", import.meta.url).pathname;
@@ -110,18 +110,12 @@ Deno.test("review fixes against a real API server", async (t) => {
         metadata: { name: "parent", namespace: "default" },
         spec: { value: "v1" },
       });
-      await kubectlApply(cp, [{
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRole",
-        metadata: { name: "cm-writer" },
-        rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["create", "get"] }],
-      } as KubeObject, {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: "cm-writer" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cm-writer" },
-        subjects: [{ kind: "User", name: "cm-writer", apiGroup: "rbac.authorization.k8s.io" }],
-      } as KubeObject]);
+      await kubectlApply(
+        cp,
+        userClusterRole("cm-writer", [
+          { apiGroups: [""], resources: ["configmaps"], verbs: ["create", "get"] },
+        ]),
+      );
       using writer = await createClient({ kubeconfig: await cp.createUser("cm-writer") });
       const refused = await writer.create(ConfigMap, {
         metadata: {

@@ -29,9 +29,8 @@ import { fromYaml } from "../src/util/yaml.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { findHelm } from "./_helm.ts";
 import { waitFor } from "./_helpers.ts";
+import { MYAPP_EXAMPLE as EXAMPLE, MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const NAME = "myapp-operator";
 const NS = "myapp-operator-system";
 const CRD = "myapps.apps.kubeno.dev";

@@ -15,7 +15,7 @@ import { ConnectionError } from "../src/client/errors/api_error.ts";
 import { resource } from "../src/core/resource.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { createCa, issueCert } from "../src/util/x509.ts";
-import { toYaml } from "../src/util/yaml.ts";
+import { kubeconfigWriter } from "./_helpers.ts";
 import { describeError } from "../src/operator/_errors.ts";
 
 interface UserInfo {
@@ -104,25 +104,7 @@ Deno.test("kubeconfig parity: fields kubectl accepts work against the real API s
   const dir = await Deno.makeTempDir({ prefix: "kubeno-parity-" });
   const caFile = `${dir}/ca.crt`;
   await Deno.writeTextFile(caFile, cp.caCertPem);
-  let n = 0;
-  const kubeconfig = async (
-    user: Record<string, unknown>,
-    cluster: Record<string, unknown>,
-  ): Promise<string> => {
-    const path = `${dir}/kc-${n++}.yaml`;
-    await Deno.writeTextFile(
-      path,
-      toYaml([{
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "c", cluster: { server: cp.server, ...cluster } }],
-        users: [{ name: "u", user }],
-        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-        "current-context": "x",
-      }]),
-    );
-    return path;
-  };
+  const kubeconfig = kubeconfigWriter(dir, cp.server);
   const review = async (path: string): Promise<UserInfo> => {
     using client = await createClient({ kubeconfig: path });
     const r = await client.create(SelfSubjectReview, {

@@ -24,7 +24,7 @@ import {
 import { startControlPlane, startLagProxy } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
 import { Memcached, type MemcachedObject } from "../examples/memcached.ts";
-import { startExample, uniqueName, waitFor } from "./_helpers.ts";
+import { spawnLogged, startExample, uniqueName, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/memcached.ts", import.meta.url).pathname;
 const REPO = new URL("../", import.meta.url).pathname;
@@ -240,18 +240,10 @@ Deno.test("examples/memcached.ts end to end: create, scale, delete, with and wit
       return text;
     };
     await sh("deno run -A examples/memcached.ts install");
-    const operator = new Deno.Command("bash", {
-      args: ["-c", "exec deno run -A examples/memcached.ts"],
+    const operator = spawnLogged("bash", ["-c", "exec deno run -A examples/memcached.ts"], {
       cwd: REPO,
       env,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
-    let logs = "";
-    const pump = (async () => {
-      for await (const c of operator.stderr.pipeThrough(new TextDecoderStream())) logs += c;
-    })();
+    });
     try {
       await sh("kubectl apply -f examples/memcached-sample.yaml");
       await waitAvailable(client, "default", ["memcached-sample"], 3);
@@ -259,12 +251,10 @@ Deno.test("examples/memcached.ts end to end: create, scale, delete, with and wit
       await waitAvailable(client, "default", ["memcached-sample"], 5);
       await sh("kubectl delete -f examples/memcached-sample.yaml --wait=true");
     } catch (err) {
-      console.log(`operator log:\n${logs.split("\n").slice(-40).join("\n")}`);
+      console.log(`operator log:\n${operator.logs().split("\n").slice(-40).join("\n")}`);
       throw err;
     } finally {
-      operator.kill("SIGTERM");
-      const status = await operator.status;
-      await pump;
+      const status = await operator.stop("SIGTERM");
       assert.equal(status.code, 0, `the operator exited ${status.code} on SIGTERM`);
     }
   });

@@ -17,8 +17,9 @@ import { createCa, startControlPlane } from "../testing.ts";
 import { CONVERSION_DATA_ANNOTATION } from "../schema.ts";
 import { Myapp, MyappV1alpha1 } from "../examples/myapp_v1.ts";
 import { patchConversionWebhooks } from "../webhook.ts";
-import { waitFor } from "./_helpers.ts";
+import { type RunningProcess, spawnLogged, waitFor } from "./_helpers.ts";
 import { assertDefaultPortsFree } from "./_ports.ts";
+import { MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
 // The README's commands, typed in the checkout with the cluster in KUBECONFIG:
 // `deno run -A examples/myapp_v1.ts install`, `deno run -A examples/myapp_v1.ts` (run, with
@@ -26,7 +27,6 @@ import { assertDefaultPortsFree } from "./_ports.ts";
 const ROOT = new URL("..", import.meta.url).pathname;
 const V0 = "examples/myapp.ts";
 const V1 = "examples/myapp_v1.ts";
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const NS = "default";
 const CRD = "myapps.apps.kubeno.dev";
 const WARNING =
@@ -34,21 +34,13 @@ const WARNING =
 const baseEnv = { NO_COLOR: "1", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
 const dec = new TextDecoder();
 
-interface Spawned {
-  child: Deno.ChildProcess;
-  logs: string[];
-  done: Promise<void>;
-  /** Set once the process has exited: a "still running" check reads it, never races it. */
-  exited?: Deno.CommandStatus;
-}
-
 Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage migration", async (t) => {
   await assertDefaultPortsFree();
   await using cp = await startControlPlane();
   using client = await createClient({ kubeconfig: cp.kubeconfigPath });
   const env = { ...baseEnv, KUBECONFIG: cp.kubeconfigPath };
   const dir = await Deno.makeTempDir({ prefix: "kubeno-multiversion-" });
-  const running: Spawned[] = [];
+  const running: RunningProcess[] = [];
 
   const op = async (program: string, ...args: string[]) => {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -61,28 +53,13 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
     }).output();
     return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
   };
-  const start = (program: string): Spawned => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", program],
-      cwd: ROOT,
-      env,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
-    const logs: string[] = [];
-    const done = (async () => {
-      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) logs.push(chunk);
-    })();
-    const s: Spawned = { child, logs, done };
-    child.status.then((status) => s.exited = status);
+  const start = (program: string): RunningProcess => {
+    const s = spawnLogged(Deno.execPath(), ["run", "-A", "--quiet", program], { cwd: ROOT, env });
     running.push(s);
     return s;
   };
-  const stop = async (s: Spawned, signal: Deno.Signal) => {
-    s.child.kill(signal);
-    const status = await s.child.status;
-    await s.done;
+  const stop = async (s: RunningProcess, signal: Deno.Signal) => {
+    const status = await s.stop(signal);
     running.splice(running.indexOf(s), 1);
     return status;
   };
@@ -117,11 +94,11 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
         if (a.code !== 0) throw new Error(a.stderr.trim());
         return true;
       }, { timeoutMs: 60_000, intervalMs: 250, what: "the v1alpha1 sample to be admitted" });
-      assert.equal((await stop(v0, "SIGTERM")).code, 0, v0.logs.join(""));
+      assert.equal((await stop(v0, "SIGTERM")).code, 0, v0.logs());
       assert.deepEqual(await storedVersions(), ["v1alpha1"]);
     });
 
-    let v1: Spawned | undefined;
+    let v1: RunningProcess | undefined;
     await t.step("release 0.2.0 installs v1 (stored) beside v1alpha1 (deprecated)", async () => {
       const r = await op(V1, "install");
       assert.equal(r.code, 0, r.stderr);
@@ -300,7 +277,7 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
         `fuzz: ${n} mangled ConversionReviews: ${JSON.stringify(Object.fromEntries(statuses))}`,
       );
       // Still serving: the API server's own conversions keep working.
-      assert.equal(v1!.exited, undefined, `the operator exited:\n${v1!.logs.join("")}`);
+      assert.equal(v1!.exited(), undefined, `the operator exited:\n${v1!.logs()}`);
       assert.equal((await getAt("v1alpha1", "fresh")).object.spec.port, 80);
     });
 
@@ -372,7 +349,7 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
     );
 
     await t.step("a graceful stop hands the conversion webhook back to the Service", async () => {
-      assert.equal((await stop(v1!, "SIGTERM")).code, 0, v1!.logs.join(""));
+      assert.equal((await stop(v1!, "SIGTERM")).code, 0, v1!.logs());
       const crd = await client.get(CustomResourceDefinition, CRD);
       assert.deepEqual(crd.spec.conversion?.webhook?.clientConfig?.service, {
         namespace: "myapp-operator-system",
@@ -407,11 +384,11 @@ Deno.test("Myapp v1alpha1 → v1: conversion, deprecation, webhook down, storage
         const next = start(V1);
         // The CRD still names the killed run's URL, the same as the next run's: wait for the
         // next run's own word that it registered (serveWebhooks has returned).
-        await waitFor(() => next.logs.join("").includes("Serving admission webhooks at"), {
+        await waitFor(() => next.logs().includes("Serving admission webhooks at"), {
           timeoutMs: 90_000,
           what: "the next local run to serve and register",
         });
-        assert.equal((await stop(next, "SIGTERM")).code, 0, next.logs.join(""));
+        assert.equal((await stop(next, "SIGTERM")).code, 0, next.logs());
         const handedBack = await client.get(CustomResourceDefinition, CRD);
         assert.equal(handedBack.spec.conversion?.webhook?.clientConfig?.url, undefined);
         assert.equal(

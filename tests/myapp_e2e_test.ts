@@ -5,10 +5,9 @@ import assert from "node:assert/strict";
 import { createClient, Deployment, Event, isNotFound } from "../mod.ts";
 import { startControlPlane } from "../testing.ts";
 import { Myapp } from "../examples/myapp.ts";
-import { NO_SERVERS, runArgv, waitFor } from "./_helpers.ts";
+import { applyAdmitted, installOperator, NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
+import { MYAPP_EXAMPLE as EXAMPLE, MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const NS = "default";
 
 Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer, GC", async (t) => {
@@ -18,15 +17,7 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
   const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
 
   await t.step("install applies the CRD and webhook configurations", async () => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", EXAMPLE, "install", kubeconfig],
-      env,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, stderr);
+    const { stdout, stderr } = await installOperator(EXAMPLE, cp.kubeconfigPath, env);
     assert.match(
       stdout,
       /customresourcedefinition\.apiextensions\.k8s\.io\/myapps\.apps\.kubeno\.dev/,
@@ -34,33 +25,22 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
     assert.doesNotMatch(stderr, /punycode|DeprecationWarning/);
   });
 
-  const operator = new Deno.Command(Deno.execPath(), {
-    args: runArgv(EXAMPLE, [
-      kubeconfig,
-      `--namespace=${NS}`,
-      "--leader-elect",
-      ...NO_SERVERS,
-      "--log-format=json",
-    ]),
-    env,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const logs: string[] = [];
-  const logPump = (async () => {
-    for await (const chunk of operator.stderr.pipeThrough(new TextDecoderStream())) {
-      logs.push(chunk);
-    }
-  })();
+  const patchReplicas = (replicas: number) =>
+    cp.kubectl(
+      ...["patch", "myapp", "myapp-sample", "-n", NS, "--type=merge"],
+      ...["-p", JSON.stringify({ spec: { replicas } })],
+    );
+  const operator = startExample(EXAMPLE, [
+    kubeconfig,
+    `--namespace=${NS}`,
+    "--leader-elect",
+    ...NO_SERVERS,
+    "--log-format=json",
+  ], env);
 
   try {
     await t.step("kubectl apply of the sample is admitted once the webhook serves", async () => {
-      await waitFor(async () => {
-        const r = await cp.kubectl("apply", "-f", SAMPLE);
-        if (r.code !== 0) throw new Error(r.stderr.trim());
-        return true;
-      }, { timeoutMs: 60_000, intervalMs: 250, what: "kubectl apply of the sample" });
+      await applyAdmitted(cp, SAMPLE);
       const app = await client.get(Myapp, "myapp-sample", { namespace: NS });
       assert.equal(app.spec.port, 8080, "the mutating webhook defaults spec.port");
     });
@@ -95,16 +75,7 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
     });
 
     await t.step("scaling to 3 follows", async () => {
-      const r = await cp.kubectl(
-        "patch",
-        "myapp",
-        "myapp-sample",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        '{"spec":{"replicas":3}}',
-      );
+      const r = await patchReplicas(3);
       assert.equal(r.code, 0, r.stderr);
       await waitFor(async () => {
         const a = await client.get(Myapp, "myapp-sample", { namespace: NS });
@@ -115,16 +86,7 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
     });
 
     await t.step("replicas: 101 is denied with the webhook's message", async () => {
-      const r = await cp.kubectl(
-        "patch",
-        "myapp",
-        "myapp-sample",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        '{"spec":{"replicas":101}}',
-      );
+      const r = await patchReplicas(101);
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, /denied the request: spec\.replicas: must be at most 100, got 101/);
       const a = await client.get(Myapp, "myapp-sample", { namespace: NS });
@@ -210,21 +172,14 @@ Deno.test("examples/myapp.ts end to end: install, reconcile, webhook, finalizer,
     );
 
     await t.step("SIGTERM: the operator drains and exits 0", async () => {
-      try {
-        operator.kill("SIGTERM");
-      } catch { /* it already exited: the status below says how */ }
-      const status = await operator.status;
-      await logPump;
-      const tail = logs.join("").split("\n").slice(-30).join("\n");
+      // stop() tolerates an exit before the signal: the status below says how.
+      const status = await operator.stop("SIGTERM");
+      const tail = operator.logs().split("\n").slice(-30).join("\n");
       assert.equal(status.code, 0, `exit ${status.code}, signal ${status.signal}; logs:\n${tail}`);
       assert.equal(status.signal, null);
     });
   } finally {
     // Only when a step above threw before the SIGTERM step ran.
-    try {
-      operator.kill("SIGKILL");
-    } catch { /* exited */ }
-    await operator.status;
-    await logPump.catch(() => {});
+    await operator.stop("SIGKILL");
   }
 });

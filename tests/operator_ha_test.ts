@@ -18,7 +18,7 @@ import { startControlPlane, startFaultProxy } from "../testing.ts";
 import { createClient } from "../src/client/client.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Widget } from "./fixtures/widget_operator.ts";
-import { runArgv, uniqueName, waitFor } from "./_helpers.ts";
+import { jsonLines, runArgv, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 
 const FIXTURE = new URL("./fixtures/widget_operator.ts", import.meta.url).pathname;
@@ -87,21 +87,10 @@ class OperatorProcess implements AsyncDisposable {
   }
 
   async #collect(): Promise<void> {
-    let rest = "";
-    for await (const chunk of this.#proc.stderr.pipeThrough(new TextDecoderStream())) {
-      const parts = (rest + chunk).split("\n");
-      rest = parts.pop()!;
-      for (const raw of parts) {
-        if (!raw.trim()) continue;
-        let json: Json | undefined;
-        try {
-          json = JSON.parse(raw);
-        } catch { /* checked by the log test */ }
-        const ts = json?.ts ? Date.parse(json.ts) : NaN;
-        this.lines.push({ raw, json, at: Number.isNaN(ts) ? Date.now() : ts });
-      }
+    for await (const { raw, json } of jsonLines<Json>(this.#proc.stderr)) {
+      const ts = json?.ts ? Date.parse(json.ts) : NaN;
+      this.lines.push({ raw, json, at: Number.isNaN(ts) ? Date.now() : ts });
     }
-    if (rest.trim()) this.lines.push({ raw: rest, at: Date.now() });
   }
 
   /** Lines whose message starts with `prefix`. */

@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import parsePrometheus from "npm:parse-prometheus-text-format@1.1.1";
 import { startControlPlane } from "../testing.ts";
 import { createClient, type RequestMetric } from "../src/client/client.ts";
-import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import {
   HealthChecks,
   informersSynced,
@@ -19,7 +18,7 @@ import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import { Registry, serveMetrics } from "../src/metrics/registry.ts";
 import { restClientMetrics } from "../src/metrics/controller_metrics.ts";
 import { registerProcessMetrics } from "../src/metrics/process_metrics.ts";
-import { uniqueName, waitFor } from "./_helpers.ts";
+import { uniqueName, viaFaultProxy, waitFor } from "./_helpers.ts";
 
 async function get(url: string): Promise<{ status: number; body: string }> {
   const res = await fetch(url);
@@ -79,10 +78,8 @@ Deno.test("probes and metrics against a real API server", async (t) => {
   await t.step("/healthz fails while a watch is stalled and recovers after", async () => {
     const ns = uniqueName("stall");
     await admin.create(Namespace, { metadata: { name: ns } });
-    await using proxy = await startFaultProxy({ target: cp.server });
-    using viaProxy = await createClient({
-      kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
-    });
+    await using via = await viaFaultProxy(cp);
+    const { proxy, client: viaProxy } = via;
     // The watch's own watchdog would restart a stalled watch after stallTimeoutMs; make that
     // longer than the test so only the probe notices.
     await using cms = informer(ConfigMap, {

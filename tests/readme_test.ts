@@ -5,12 +5,12 @@
 // the sample to Running and refuses what its webhook refuses, and the test passes.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { waitFor } from "./_helpers.ts";
+import { applyAdmitted, spawnLogged, waitFor } from "./_helpers.ts";
 import { assertDefaultPortsFree } from "./_ports.ts";
+import { MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 
 const REPO = new URL("../", import.meta.url);
 const README = new URL("README.md", REPO);
-const SAMPLE = new URL("examples/myapp-sample.yaml", REPO).pathname;
 const dec = new TextDecoder();
 
 interface Block {
@@ -116,26 +116,13 @@ Deno.test("README: the operator block installs, reconciles the sample to Running
   const install = await deno(["run", "-A", file, "install"], p.dir, env);
   assert.equal(install.code, 0, install.stderr);
 
-  const operator = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", file, "run"],
+  const operator = spawnLogged(Deno.execPath(), ["run", "-A", file, "run"], {
     cwd: p.dir,
     env: { NO_COLOR: "1", ...env },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const logs = operator.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let log = "";
-  const pump = (async () => {
-    for (let r = await logs.read(); !r.done; r = await logs.read()) log += r.value;
-  })();
+  });
   try {
     await t.step("the sample is admitted and reaches Running", async () => {
-      await waitFor(async () => {
-        const r = await cp.kubectl("apply", "-f", SAMPLE);
-        if (r.code !== 0) throw new Error(r.stderr.trim());
-        return true;
-      }, { what: "kubectl apply of the sample", timeoutMs: 120_000, intervalMs: 250 });
+      await applyAdmitted(cp, SAMPLE, 120_000);
       await waitFor(async () => {
         const r = await cp.kubectl(
           ...["get", "myapp", "myapp-sample", "-o", "jsonpath={.status.phase}"],
@@ -155,17 +142,11 @@ Deno.test("README: the operator block installs, reconciles the sample to Running
       assert.match(r.stderr, /denied the request: spec\.replicas: at most 100/);
     });
     await t.step("SIGTERM: the operator exits 0", async () => {
-      operator.kill("SIGTERM");
-      const status = await operator.status;
-      await pump;
-      assert.equal(status.code, 0, log.split("\n").slice(-30).join("\n"));
+      const status = await operator.stop("SIGTERM");
+      assert.equal(status.code, 0, operator.logs().split("\n").slice(-30).join("\n"));
     });
   } finally {
-    try {
-      operator.kill("SIGKILL");
-    } catch { /* exited */ }
-    await operator.status;
-    await pump.catch(() => {});
+    await operator.stop("SIGKILL");
   }
 });
 

@@ -7,7 +7,8 @@
 // carry the same trace and span ids.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
+import { applyAdmitted, installOperator, NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
+import { MYAPP_EXAMPLE as EXAMPLE, MYAPP_SAMPLE as SAMPLE } from "./_examples.ts";
 import {
   findJaeger,
   type JaegerSpan,
@@ -17,8 +18,6 @@ import {
   tag,
 } from "./_jaeger.ts";
 
-const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
-const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
 const NAME = "myapp-sample";
 const jaeger = await findJaeger();
 
@@ -88,13 +87,7 @@ Deno.test({
   const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
   const service = `myapp-operator-${crypto.randomUUID().slice(0, 8)}`;
 
-  const install = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", EXAMPLE, "install", kubeconfig],
-    env,
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+  await installOperator(EXAMPLE, cp.kubeconfigPath, env);
 
   const operator = startExample(EXAMPLE, [
     kubeconfig,
@@ -112,11 +105,7 @@ Deno.test({
   let admissions: { trace: JaegerTrace; span: JaegerSpan }[] = [];
   try {
     await t.step("kubectl apply of the sample is admitted and reconciled", async () => {
-      await waitFor(async () => {
-        const r = await cp.kubectl("apply", "-f", SAMPLE);
-        if (r.code !== 0) throw new Error(r.stderr.trim());
-        return true;
-      }, { timeoutMs: 60_000, intervalMs: 250, what: "kubectl apply of the sample" });
+      await applyAdmitted(cp, SAMPLE);
       await waitFor(async () => {
         const r = await cp.kubectl("get", "myapp", NAME, "-o", "jsonpath={.status.phase}");
         return r.code === 0 && r.stdout.trim() !== "";

@@ -6,7 +6,6 @@ import { type ControlPlane, startControlPlane } from "../testing.ts";
 import { sharedPlane } from "./_plane.ts";
 import { type Client, createClient } from "../src/client/client.ts";
 import { ApiError } from "../src/client/errors/api_error.ts";
-import { startFaultProxy } from "../src/testing/fault_proxy.ts";
 import { ConfigMap, Namespace } from "../src/core/kinds.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { resource } from "../src/core/resource.ts";
@@ -14,7 +13,7 @@ import { objectKey } from "../src/core/object_key.ts";
 import { watch, type WatchEvent, type WatchStream } from "../src/runtime/watch/watch.ts";
 import { WatchError } from "../src/runtime/watch/watch_error.ts";
 import { Role, RoleBinding } from "../src/core/kinds_cluster.ts";
-import { recordingClient, uniqueName, waitFor } from "./_helpers.ts";
+import { recordingClient, uniqueName, viaFaultProxy, waitFor } from "./_helpers.ts";
 
 let cp: ControlPlane, admin: Client; // the file's one control plane, for every step below
 const { step, namespace } = sharedPlane(
@@ -92,10 +91,8 @@ step(
   "watch() detects a stalled watch through the proxy and restarts it, one watch at a time",
   async () => {
     const ns = await namespace();
-    await using proxy = await startFaultProxy({ target: cp.server });
-    using client = await createClient({
-      kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
-    });
+    await using via = await viaFaultProxy(cp);
+    const { proxy, client } = via;
     const ctl = new AbortController();
     const stream = watch(ConfigMap, {
       client,
@@ -161,10 +158,8 @@ step(
 
 step("watch() resumes without relisting after the proxy drops every connection", async () => {
   const ns = await namespace();
-  await using proxy = await startFaultProxy({ target: cp.server });
-  using client = await createClient({
-    kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
-  });
+  await using via = await viaFaultProxy(cp);
+  const { proxy, client } = via;
   const ctl = new AbortController();
   const stream = watch(ConfigMap, { client, namespace: ns, signal: ctl.signal });
   const c = consume(stream);
@@ -190,10 +185,8 @@ step(
   "watch() backs off without a reconnect storm while the API server is down; abort ends a backoff",
   async () => {
     const ns = await namespace();
-    await using proxy = await startFaultProxy({ target: cp.server });
-    using client = await createClient({
-      kubeconfig: await cp.writeKubeconfig({ server: proxy.url }),
-    });
+    await using via = await viaFaultProxy(cp);
+    const { proxy, client } = via;
     const ctl = new AbortController();
     const stream = watch(ConfigMap, {
       client,

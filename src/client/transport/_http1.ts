@@ -661,7 +661,7 @@ export class Http1Carrier implements Carrier<Http1Response | Http1Opened> {
    * @throws {TransportError} When the carrier is closed or the response cannot be read.
    * @throws The signal's reason when `request.signal` aborted.
    */
-  send(request: Http1CarrierRequest): Promise<Http1Response | Http1Opened> {
+  async send(request: Http1CarrierRequest): Promise<Http1Response | Http1Opened> {
     const pool = this.#pool(request.cert, request.key);
     const req = {
       method: request.method,
@@ -670,7 +670,7 @@ export class Http1Carrier implements Carrier<Http1Response | Http1Opened> {
       body: request.body,
       signal: request.signal,
     };
-    return request.stream ? pool.open(req) : pool.request(req);
+    return await (request.stream ? pool.open(req) : pool.request(req));
   }
 
   /** Resets every pool: idle and one-shot connections close, streams keep theirs. */
