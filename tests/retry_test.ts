@@ -48,6 +48,7 @@ Deno.test("retry.maxAttempts, the RetriesExhausted Event and condition, onError 
   const attempts = new Map<string, Attempt[]>();
   const controller = reconcile(Stack, {
     name: "stack-retry",
+    primary: { labelSelector: "!hang" },
     retry: { baseDelayMs: 200, maxAttempts: 3 },
     reconcile(s) {
       const name = s.metadata.name!;
@@ -126,6 +127,37 @@ Deno.test("retry.maxAttempts, the RetriesExhausted Event and condition, onError 
     const s = await admin.get(Stack, "always", { namespace: ns });
     assert.match(findCondition(s.status?.conditions, "Ready")!.message, /last error: boom v2$/);
   });
+
+  await t.step(
+    "after run.timeoutMs cut an attempt, its error status is still written",
+    async () => {
+      const hung = reconcile(Stack, {
+        name: "stack-retry-timeout",
+        primary: { labelSelector: "hang" },
+        retry: { baseDelayMs: 100, maxAttempts: 2 },
+        run: { timeoutMs: 300 },
+        // Never settles: each attempt is cut by its bound, its context then refuses writes.
+        reconcile: () => new Promise(() => {}),
+        onError: (_s, error, ctx) => ({
+          observed: `${(error as Error).name}: attempt ${ctx.retry.attempt}${
+            ctx.retry.last ? " last" : ""
+          }`,
+        }),
+      });
+      await using _hung = await runObserved(hung, client, ns);
+      await admin.create(Stack, {
+        metadata: { name: "hung", namespace: ns, labels: { hang: "yes" } },
+        spec: { value: "x" },
+      });
+      const s = await waitFor(async () => {
+        const s = await admin.get(Stack, "hung", { namespace: ns });
+        return findCondition(s.status?.conditions, "Ready") ? s : undefined;
+      }, { what: "the RetriesExhausted condition after two cut attempts" });
+      assert.equal(s.status?.observed, "TimeoutError: attempt 2 last");
+      assert.equal(findCondition(s.status?.conditions, "Ready")?.reason, "RetriesExhausted");
+      assert.equal(patches.get("hung"), 3);
+    },
+  );
 
   await t.step(
     "a TerminalError ends retries after one attempt, its error status written",
