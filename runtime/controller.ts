@@ -30,6 +30,7 @@ export {
   type ContextDeleteOptions,
   type ContextWriteOptions,
   type Controller,
+  type ErrorContext,
   type MapFunc,
   type PrimaryOptions,
   reconcile,
@@ -48,6 +49,12 @@ export {
   type WatchSpec,
 } from "../src/runtime/controller/reconcile.ts";
 export { ControllerError } from "../src/runtime/controller/controller_error.ts";
+export {
+  RETRIES_EXHAUSTED,
+  type RetryInfo,
+  type RetryOptions,
+  type RetryPolicy,
+} from "../src/runtime/controller/retry.ts";
 export type { ApplyObject } from "../src/client/types.ts";
 export {
   type CachedKind,

@@ -26,6 +26,7 @@ import type {
 } from "./command/options.ts";
 import type { Resource } from "../core/resource.ts";
 import { APPLYSET_PARENT_TYPE_LABEL } from "../core/applyset.ts";
+import { withRetryDefaults } from "../runtime/controller/retry.ts";
 import type { KubeObject } from "../core/object.ts";
 import type { ConvertibleResource } from "../webhook/conversion.ts";
 import { type Admission, admission } from "../webhook/admission.ts";
@@ -231,7 +232,9 @@ export function defineOperator(options: OperatorOptions): OperatorDefinition {
   return {
     name,
     version,
-    controllers: [...options.controllers],
+    controllers: options.controllers.map((c) =>
+      withRetryDefaults(c, options.retry, `operator "${name}"`)
+    ),
     installs: [...installs.values()].map(({ resource, crd }) => ({ resource, crd })),
     webhooks,
     conversions,

@@ -394,3 +394,22 @@ Deno.test("a fleet operator with replicas: the Deployment runs them, the hub's R
     /fleet.clusters must be a cluster provider/,
   );
 });
+
+Deno.test("operator({ retry }) is the default of every controller; a controller's own fields win", () => {
+  const plain = reconcile(ConfigMap, { name: "plain", reconcile() {} });
+  const own = reconcile(ConfigMap, { name: "own", retry: { maxAttempts: 2 }, reconcile() {} });
+  const def = defineOperator({
+    name: "x",
+    controllers: [plain, own],
+    retry: { baseDelayMs: 100, maxAttempts: 5 },
+  });
+  assert.deepEqual(def.controllers.map((c) => c.retry), [
+    { baseDelayMs: 100, maxDelayMs: 1_000_000, maxAttempts: 5 },
+    { baseDelayMs: 100, maxDelayMs: 1_000_000, maxAttempts: 2 },
+  ]);
+  assert.equal(defineOperator({ name: "x", controllers: [plain] }).controllers[0], plain);
+  assert.throws(
+    () => defineOperator({ name: "x", controllers: [plain], retry: { maxDelayMs: -1 } }),
+    /Cannot define operator "x": retry\.maxDelayMs must be a finite number >= 0, got "-1"/,
+  );
+});

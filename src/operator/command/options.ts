@@ -8,6 +8,7 @@
  */
 import type { PolicyRule } from "../../core/kinds_cluster.ts";
 import type { Controller } from "../../runtime/controller/reconcile.ts";
+import type { RetryOptions } from "../../runtime/controller/retry.ts";
 import type { Resource } from "../../core/resource.ts";
 import type { ShardingOptions } from "../../runtime/sharding/coordinator.ts";
 import type { OperatorWebhook } from "../../webhook/manifests.ts";
@@ -100,6 +101,14 @@ export interface OperatorOptions {
   version?: string;
   /** The controllers `run` starts, from `reconcile()`. */
   controllers: readonly Controller<any>[];
+  /**
+   * The retry policy of every controller: the fields a controller's own `reconcile({ retry })`
+   * does not set — the equivalent of controller-runtime's manager-wide
+   * `config.Controller`/`RateLimiter` and of Java Operator SDK's default `GradualRetry`
+   * (`ConfigurationService.getRetry`). See `reconcile()`'s `retry`.
+   * @default 5 ms doubling to 1,000,000 ms, attempts without end
+   */
+  retry?: RetryOptions;
   /**
    * Custom resources to install besides the controllers' primaries (kinds the operator
    * creates or watches but does not reconcile). Only resources with a CRD (from

@@ -20,7 +20,9 @@
  * - `reads`: kinds read from the cache, never a cause;
  * - `sources`: what is not an informer — external sources (`reconcileOn`, `reconcileAllOn`)
  *   that queue keys, timers (`every`) and daemons (`daemon`) that run beside reconciles;
- * - `run`: how it runs — `maxConcurrent`, `reservedWorkers`, `timeoutMs`, `fieldManager`.
+ * - `run`: how it runs — `maxConcurrent`, `reservedWorkers`, `timeoutMs`, `fieldManager`;
+ * - `retry` and `onError`: what a failed attempt leads to — its backoff, the maximum of
+ *   attempts, and the status it writes.
  *
  * What causes a reconcile is an event of the primary, of an `owns` or a `watches` kind, an
  * item of an external source, or a `requeue(ms)` (the `Cause` of a queued key, in metrics).
@@ -51,8 +53,16 @@
  *   echo) starts no reconcile.
  * - Returning `undefined` ends the work for this change; `requeue(ms)` runs it again after
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
- *   (5 ms doubling); a thrown {@linkcode TerminalError} is not retried (it is logged and
- *   recorded as a Warning Event on the object).
+ *   (`retry`: 5 ms doubling to 1,000,000 ms by default); a thrown {@linkcode TerminalError}
+ *   is not retried (it is logged and recorded as a Warning Event on the object).
+ * - With `retry.maxAttempts`, a key that failed that many times in a row is not retried
+ *   until its object changes again: a `RetriesExhausted` Warning Event names the attempts
+ *   and the last error, and a status with `conditions` gets `Ready=False`, reason
+ *   `RetriesExhausted` (`retry.ts`; controller-runtime has no maximum, Java Operator SDK's
+ *   `@GradualRetry(maxAttempts)` does).
+ * - With `onError`, the status it returns is written once after each failed attempt, before
+ *   the retry (or its absence) is scheduled as without it — Java Operator SDK's
+ *   `updateErrorStatus`.
  * - With `run.timeoutMs`, no reconcile holds a worker longer than that: past it, `ctx.signal`
  *   aborts, the context sends no more writes, and the key is retried after its backoff
  *   while the worker serves other keys. The abandoned call may still be running when the
@@ -83,6 +93,7 @@ import {
   cacheSpecOf,
 } from "./caches.ts";
 import { KubenoError } from "../../util/error.ts";
+import { type RetryInfo, type RetryOptions, type RetryPolicy, retryPolicyOf } from "./retry.ts";
 
 /** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
 export interface Requeue {
@@ -320,6 +331,16 @@ export interface ReconcileContext<T extends KubeObject> {
   setCondition(obj: T, condition: ConditionInput): Promise<T>;
 }
 
+/**
+ * What `onError` gets: the failed attempt's context, and where its retries stand.
+ *
+ * @typeParam T The primary object type.
+ */
+export interface ErrorContext<T extends KubeObject> extends ReconcileContext<T> {
+  /** The attempt that failed, and whether a retry follows (JOSDK's `RetryInfo`). */
+  readonly retry: RetryInfo;
+}
+
 /** Options of `ctx.patch`. */
 export interface ContextWriteOptions {
   /**
@@ -553,6 +574,41 @@ export interface ReconcileOptions<T extends KubeObject> {
    */
   finalize?(obj: T, ctx: ReconcileContext<T>): ReconcileResult | Promise<ReconcileResult>;
   /**
+   * The status to write after a failed attempt (of `reconcile` or `finalize`), e.g.
+   * `{ errorMessage: error.message }` — the equivalent of Java Operator SDK's
+   * `ErrorStatusHandler.updateErrorStatus` returning `ErrorStatusUpdateControl.patchStatus`;
+   * controller-runtime has none (the reconciler writes it before returning the error). What
+   * it returns is merge-patched into the status once, as `ctx.patchStatus` does (skipped when
+   * the status already holds it); `undefined` writes nothing. The retry is scheduled as
+   * without it: after the key's backoff, or not at all after a `TerminalError` or the last
+   * of `retry.maxAttempts`. `ctx.retry` says which attempt failed and whether it was the
+   * last (JOSDK's `RetryInfo`). A throw from it is logged and changes nothing else.
+   *
+   * @param obj The primary as the failed attempt read it, a fresh copy.
+   * @param error What the attempt threw (a `TimeoutError` when it ran past `run.timeoutMs`).
+   * @param ctx The attempt's context (a fresh one after a timeout), and `retry`.
+   * @returns The status fields to set, or `undefined`.
+   * @default none (no status is written for an error)
+   */
+  onError?(
+    obj: T,
+    error: unknown,
+    ctx: ErrorContext<T>,
+  ): MergePatch<StatusOf<T>> | undefined | Promise<MergePatch<StatusOf<T>> | undefined>;
+  /**
+   * The retry policy after a failed attempt: `baseDelayMs` (the first wait, doubling),
+   * `maxDelayMs` (the longest) and `maxAttempts` (then a `RetriesExhausted` Warning Event, a
+   * `Ready=False` condition when the status has `conditions`, and no retry until the object
+   * changes) — the equivalent of controller-runtime's `controller.Options.RateLimiter` with
+   * `workqueue.NewTypedItemExponentialFailureRateLimiter(base, max)` (which has no maximum of
+   * attempts) and of Java Operator SDK's `@GradualRetry(maxAttempts, initialInterval,
+   * intervalMultiplier = 2, maxInterval)`. Fields not set come from `operator({ retry })`,
+   * then from the defaults. Delays given here replace the manager's `rateLimiter` for this
+   * controller. See `retry.ts` for the flow.
+   * @default 5 ms doubling to 1,000,000 ms, attempts without end
+   */
+  retry?: RetryOptions;
+  /**
    * The primary kind's cache scope (namespaces, selectors, transform), its `indexes` and
    * `predicates` — the equivalent of controller-runtime's `For(obj, WithPredicates(...))`
    * with `cache.Options.ByObject`, kube-rs's `Controller::new(api, watcher::Config)` and Java
@@ -655,6 +711,12 @@ export interface Controller<T extends KubeObject = any> {
   readonly reconcile: ReconcileOptions<T>["reconcile"];
   /** The finalize function, if any. */
   readonly finalize?: ReconcileOptions<T>["finalize"];
+  /** The error status handler, if any. */
+  readonly onError?: ReconcileOptions<T>["onError"];
+  /** The `retry` option as given (merged with `operator({ retry })`), if any. */
+  readonly retryOptions?: RetryOptions;
+  /** The retry policy, its defaults filled in, when `retry` was given. */
+  readonly retry?: RetryPolicy;
   /** The external sources of `sources`, read while the controller runs. */
   readonly external?: readonly ExternalSource[];
   /** The timers of `sources`, run per cached primary while the controller runs. */
@@ -680,6 +742,8 @@ const OPTIONS: Readonly<Record<string, readonly string[]>> = {
     "reads",
     "sources",
     "run",
+    "retry",
+    "onError",
   ],
   primary: ["namespaces", "labelSelector", "fieldSelector", "transform", "indexes", "predicates"],
   run: ["maxConcurrent", "reservedWorkers", "timeoutMs", "fieldManager"],
@@ -692,14 +756,14 @@ const OPTIONS: Readonly<Record<string, readonly string[]>> = {
  * @typeParam T The primary object type, inferred from `resource`.
  * @param resource The primary kind, e.g. one made with `defineResource`.
  * @param options The `reconcile` function, and optionally `name`, `finalize` + `finalizer`,
- * `primary`, `owns`, `watches`, `reads`, `sources` and `run`.
+ * `primary`, `owns`, `watches`, `reads`, `sources`, `run`, `retry` and `onError`.
  * @returns A frozen controller description for a manager to run.
  * @throws {TypeError} When an option is unknown, `finalize` is given without `finalizer` or
  * the reverse, the finalizer is not a qualified name, a `watches` entry has no map function,
  * a `sources` entry is not one, or a kind is declared twice with different scopes.
  * @throws {RangeError} When `run.maxConcurrent` is not a positive integer,
  * `run.reservedWorkers` not an integer below it, or `run.timeoutMs` not a positive finite
- * number.
+ * number, or a `retry` field out of range (see `retryPolicyOf`).
  *
  * @example A controller that owns ConfigMaps
  * ```ts
@@ -788,6 +852,13 @@ export function reconcile<T extends KubeObject>(
     ...runOf(name, options.run ?? {}),
     ...(graphs ? { applySetParent: true as const } : {}),
     reconcile: options.reconcile,
+    ...(options.onError ? { onError: options.onError } : {}),
+    ...(options.retry
+      ? {
+        retryOptions: Object.freeze({ ...options.retry }),
+        retry: retryPolicyOf(`controller "${name}"`, options.retry),
+      }
+      : {}),
     ...(external.length ? { external: Object.freeze(external) } : {}),
     ...(timers.length ? { timers: Object.freeze(timers) } : {}),
     ...(daemons.length ? { daemons: Object.freeze(daemons) } : {}),
@@ -810,6 +881,9 @@ function checkOptions<T extends KubeObject>(name: string, options: ReconcileOpti
     }
   }
   if (typeof options.reconcile !== "function") fail("reconcile is not a function");
+  if (options.onError !== undefined && typeof options.onError !== "function") {
+    fail("onError is not a function");
+  }
   const { finalizer, finalize } = options;
   if (finalize && !finalizer) fail("finalize needs a finalizer name");
   if (finalizer !== undefined && !finalize) {

@@ -8,12 +8,18 @@
 // | `requeue(ms > 0)`   | `requeue_after` | backoff forgotten, queued after `ms`    |
 // | a `TerminalError`   | `terminal`      | backoff forgotten, not retried          |
 // | any other throw     | `error`         | queued after its backoff                |
+// | the same, the last  | `error`         | backoff forgotten, not retried          |
+//
+// "The last" is the throw of attempt `retry.maxAttempts` (`../retry.ts`): it is logged and
+// recorded as a `RetriesExhausted` Warning Event, and its forgotten backoff lets the next
+// event of the object start again at attempt 1.
 //
 // A change to the object still queues it at once in every case (its event, not this).
 import type { Logger } from "../../../util/log.ts";
 import { LOW_PRIORITY, type WorkQueue } from "../../queue/workqueue.ts";
 import type { ControllerMetricsHooks, ReconcileOutcome } from "../metrics_hooks.ts";
 import { type ReconcileResult, TerminalError } from "../reconcile.ts";
+import { exhaustedMessage, RETRIES_EXHAUSTED, type RetryInfo } from "../retry.ts";
 
 /** How a reconcile settled: what it returned, or what it threw. */
 export type Settled =
@@ -30,8 +36,8 @@ export interface OutcomeTarget {
   readonly metrics?: ControllerMetricsHooks;
   /** The reconcile's logger. */
   readonly log: Pick<Logger, "warn" | "error">;
-  /** Records the Warning Event of a terminal error on the primary. */
-  warn(reason: "ReconcileFailed", message: string): void;
+  /** Records the Warning Event of a terminal error, or of retries exhausted, on the primary. */
+  warn(reason: "ReconcileFailed" | typeof RETRIES_EXHAUSTED, message: string): void;
 }
 
 /**
@@ -56,6 +62,8 @@ export function outcomeOf(settled: Settled): ReconcileOutcome {
  * @param settled What the reconcile returned or threw.
  * @param startedAt `performance.now()` when the reconcile started.
  * @param target The queue, metrics, log and Events to act on.
+ * @param retry Where a failed attempt stands (`_error_status.ts`); when `last`, an error is
+ * not retried.
  * @returns The outcome, as the metrics sample labels it.
  */
 export function settle(
@@ -63,6 +71,7 @@ export function settle(
   settled: Settled,
   startedAt: number,
   target: OutcomeTarget,
+  retry?: RetryInfo,
 ): ReconcileOutcome {
   const { controller, queue, metrics, log } = target;
   const result = outcomeOf(settled);
@@ -89,6 +98,19 @@ export function settle(
       target.warn("ReconcileFailed", message());
       break;
     case "error":
+      if (retry?.last) {
+        queue.forget(key);
+        log.error(
+          "Reconcile of {key} failed {attempts} times and will not be retried until it changes: {error}",
+          {
+            key,
+            attempts: retry.attempt,
+            error: message(),
+          },
+        );
+        target.warn(RETRIES_EXHAUSTED, exhaustedMessage(retry, error));
+        break;
+      }
       metrics?.queued?.(controller, "error");
       queue.addRateLimited(key);
       log.warn("Reconcile of {key} failed, retry {retry}: {error}", {

@@ -109,3 +109,25 @@ Deno.test("settle: a TerminalError is not retried; it is logged and recorded as 
   assert.equal(samples[0].result, "terminal");
   assert.equal(samples[0].error, error);
 });
+
+Deno.test("settle: the last of retry.maxAttempts is not retried; its backoff is forgotten and an Event names it", () => {
+  const { clock, queue, queued, samples, logs, events, target } = setup();
+  const error = new Error("boom");
+  const key = "ns/a";
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const retry = { attempt, maxAttempts: 3, last: attempt === 3 };
+    assert.equal(queue.numRequeues(key), attempt - 1, "the queue counts the attempts");
+    assert.equal(settle(key, { ok: false, error }, 0, target, retry), "error");
+  }
+  assert.equal(queue.numRequeues(key), 0, "the next event starts again at attempt 1");
+  clock.tick(10_000);
+  queue.shutDown();
+  // The first two attempts were retried; the third queued nothing.
+  assert.deepEqual(queued, ["error", "error"]);
+  assert.deepEqual(events, [
+    "RetriesExhausted: Reconcile failed 3 times (retry.maxAttempts 3), not retried until the object changes; last error: boom",
+  ]);
+  assert.deepEqual(logs.map((l) => l.level), ["warn", "warn", "error"]);
+  assert.deepEqual(logs[2].props, { key, attempts: 3, error: "boom" });
+  assert.deepEqual(samples.map((s) => s.result), ["error", "error", "error"]);
+});

@@ -15,6 +15,7 @@ import type { RateLimiter } from "../../queue/rate_limiter.ts";
 import { WorkQueue } from "../../queue/workqueue.ts";
 import { Background } from "../../source/background.ts";
 import { EventRecorder } from "../events.ts";
+import { retryRateLimiter } from "../retry.ts";
 import type { ControllerMetricsHooks } from "../metrics_hooks.ts";
 import type { Controller } from "../reconcile.ts";
 import { ControllerInformers } from "./informers.ts";
@@ -37,7 +38,7 @@ export interface ControllerRuntimeOptions {
   /** Metrics hooks. */
   metrics?: ControllerMetricsHooks;
   /**
-   * Rate limiter of the work queue.
+   * Rate limiter of the work queue; not used when the controller's `retry` sets a delay.
    * @default defaultControllerRateLimiter() (5 ms doubling to 1000 s per key, 10 qps burst 100)
    */
   rateLimiter?: RateLimiter<string>;
@@ -122,7 +123,9 @@ export function assemble<T extends KubeObject>(
   const queue = new WorkQueue<string>({
     name,
     clock,
-    rateLimiter: options.rateLimiter,
+    rateLimiter: ownDelays(controller)
+      ? retryRateLimiter(controller.retry!, clock)
+      : options.rateLimiter,
     metrics: metrics?.workqueue?.(name),
     priorities: options.priorityQueue ?? true,
   });
@@ -185,4 +188,10 @@ export function assemble<T extends KubeObject>(
     attempted: () => sources.syncWatches(),
   });
   return { queue, informers, sources, gate, workers, background, events };
+}
+
+/** Whether the controller's `retry` sets its own delays (then they make its rate limiter). */
+function ownDelays(controller: Controller<any>): boolean {
+  const own = controller.retryOptions;
+  return own?.baseDelayMs !== undefined || own?.maxDelayMs !== undefined;
 }

@@ -13,8 +13,11 @@
  * 5. The attempt: the reconcile's own copy of the object, its context (`../context/`), the
  *    call through the finalizer when the controller has one, bounded by `timeoutMs`
  *    (`_attempt.ts`).
- * 6. The outcome switch (`_outcome.ts`): forget, requeue after, retry with backoff, or not at
- *    all for a `TerminalError`. A requeue or retry links the next reconcile to this one.
+ * 6. After a failure, the error status (`_error_status.ts`): `onError`'s status, and the
+ *    `RetriesExhausted` condition after the last of `retry.maxAttempts`.
+ * 7. The outcome switch (`_outcome.ts`): forget, requeue after, retry with backoff, or not at
+ *    all for a `TerminalError` or the last attempt. A requeue or retry links the next
+ *    reconcile to this one.
  *
  * {@linkcode Workers} runs `maxConcurrent` of these loops, the last `reservedWorkers` of
  * them taking only real changes.
@@ -37,6 +40,7 @@ import type { Controller, ReconcileResult } from "../reconcile.ts";
 import { type ContextHandle, createContext } from "../context/context.ts";
 import { boundedAttempt } from "./_attempt.ts";
 import { settle, type Settled } from "./_outcome.ts";
+import { retryInfoOf, writeErrorStatus } from "./_error_status.ts";
 import type { CauseLinks } from "./cause_links.ts";
 import type { ControllerInformers } from "./informers.ts";
 import { appliedKey, type WriteGate } from "./write_gate.ts";
@@ -207,14 +211,14 @@ async function attempt<T extends KubeObject>(
     "k8s.object.name": cached.metadata.name,
     "kubeno.reconcile.causes": caused.count,
   }), async (span) => {
-    const { result, settled } = await reconcileOnce(init, key, cached, reconcileID);
+    const { result, settled, requeued } = await reconcileOnce(init, key, cached, reconcileID);
     span.set({
       "kubeno.reconcile.result": result,
       "kubeno.reconcile.requeue_after_ms": settled.ok ? settled.result?.requeueAfterMs : undefined,
     });
     if (!settled.ok) span.error(settled.error);
     // A requeue or retry is what queues the next reconcile: it links back to this one.
-    if (result !== "success" && result !== "terminal") causes.add(key, span.link(), false);
+    if (requeued) causes.add(key, span.link(), false);
   }, { parent: caused.parent, links: caused.links, root: true });
 }
 
@@ -224,7 +228,7 @@ async function reconcileOnce<T extends KubeObject>(
   key: string,
   cached: T,
   reconcileID: string,
-): Promise<{ result: ReconcileOutcome; settled: Settled }> {
+): Promise<{ result: ReconcileOutcome; settled: Settled; requeued: boolean }> {
   const { controller, clock, metrics, queue, events } = init;
   // The reconcile's own copy: it may change it; the frozen cached object stays as the
   // server's state that "nothing changed" is judged against.
@@ -242,14 +246,32 @@ async function reconcileOnce<T extends KubeObject>(
   const started = performance.now();
   const settled = await bounded.run(() => run(controller, init.client, obj, handle));
   if (bounded.timedOut) metrics?.timeout?.(controller.name);
+  const retry = settled.ok ? undefined : retryInfoOf(controller, queue, key, settled.error);
+  if (!settled.ok) {
+    await writeErrorStatus(
+      {
+        controller,
+        cached,
+        log,
+        // A cut attempt's context refuses writes: the error status goes through a fresh one.
+        context: () =>
+          bounded.signal.aborted && !init.signal.aborted
+            ? contextOf(init, key, dataCopy(cached), cached, init.signal, reconcileID).handle.ctx
+            : handle.ctx,
+      },
+      settled.error,
+      retry!,
+    );
+  }
   const result = settle(key, settled, started, {
     controller: controller.name,
     queue,
     metrics,
     log,
     warn: (reason, message) => events.warning(obj, reason, message),
-  });
-  return { result, settled };
+  }, retry);
+  const requeued = result !== "success" && result !== "terminal" && !retry?.last;
+  return { result, settled, requeued };
 }
 
 /** The context of one reconcile of `key`, and its logger. */
