@@ -235,6 +235,43 @@ export async function serviceAccountToken(
   return { authorization: `Bearer ${token.body.status.token}` };
 }
 
+/**
+ * The environment an example runs in outside a cluster: no colour, and no kubeconfig,
+ * operator namespace or watch namespace from the machine's own environment.
+ */
+export const EXAMPLE_ENV: Readonly<Record<string, string>> = {
+  NO_COLOR: "1",
+  KUBECONFIG: "/nonexistent",
+  POD_NAMESPACE: "",
+  WATCH_NAMESPACE: "",
+};
+
+/**
+ * Runs `deno run -A --quiet <example> install <kubeconfig>` (the CRDs and webhook
+ * configurations), and throws its stderr when it fails.
+ *
+ * @param example The example's path.
+ * @param kubeconfig The `--kubeconfig=...` flag.
+ * @param env The environment.
+ */
+export async function installExample(
+  example: string,
+  kubeconfig: string,
+  env: Record<string, string> = { ...EXAMPLE_ENV },
+): Promise<void> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", example, "install", kubeconfig],
+    env,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (out.code !== 0) {
+    throw new Error(
+      `${example} install exited ${out.code}: ${new TextDecoder().decode(out.stderr)}`,
+    );
+  }
+}
+
 /** An example operator running as a user runs it, see {@linkcode startExample}. */
 export interface RunningExample {
   /** The process. */

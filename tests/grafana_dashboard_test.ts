@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { freePort } from "../src/testing/process.ts";
-import { startExample, waitFor } from "./_helpers.ts";
+import { EXAMPLE_ENV, installExample, startExample, waitFor } from "./_helpers.ts";
 
 const EXAMPLE = new URL("../examples/myapp.ts", import.meta.url).pathname;
 const SAMPLE = new URL("../examples/myapp-sample.yaml", import.meta.url).pathname;
@@ -32,16 +32,8 @@ function familiesOf(expr: string): string[] {
 Deno.test("manifests --grafana: every query names a family a live operator serves", async (t) => {
   await using cp = await startControlPlane();
   const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
-  const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
-  for (const entry of [EXAMPLE, SHARDED]) {
-    const install = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", entry, "install", kubeconfig],
-      env,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
-  }
+  const env = { ...EXAMPLE_ENV };
+  for (const entry of [EXAMPLE, SHARDED]) await installExample(entry, kubeconfig, env);
 
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", EXAMPLE, "manifests", "--grafana"],

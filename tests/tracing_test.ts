@@ -7,7 +7,7 @@
 // carry the same trace and span ids.
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
-import { NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
+import { EXAMPLE_ENV, installExample, NO_SERVERS, startExample, waitFor } from "./_helpers.ts";
 import {
   findJaeger,
   type JaegerSpan,
@@ -85,16 +85,10 @@ Deno.test({
   await using backend = await startJaeger(jaeger.path!);
   await using cp = await startControlPlane();
   const kubeconfig = `--kubeconfig=${cp.kubeconfigPath}`;
-  const env = { NO_COLOR: "1", KUBECONFIG: "/nonexistent", POD_NAMESPACE: "", WATCH_NAMESPACE: "" };
+  const env = { ...EXAMPLE_ENV };
   const service = `myapp-operator-${crypto.randomUUID().slice(0, 8)}`;
 
-  const install = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", EXAMPLE, "install", kubeconfig],
-    env,
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+  await installExample(EXAMPLE, kubeconfig, env);
 
   const operator = startExample(EXAMPLE, [
     kubeconfig,
