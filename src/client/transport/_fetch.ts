@@ -20,10 +20,11 @@ import { TransportError } from "./transport_error.ts";
 /**
  * The bytes of a streamed `fetch` body, the stream cancelled by `signal` itself. `fetch` ties
  * the body to the request's own signal, which follows `signal` only while that follower is
- * alive: once the `Request` is collected (minutes into a watch), aborting `signal` no longer
- * reaches the body, and its pending read holds the process until the server sends something
- * (a watch's next bookmark, up to a minute later). Measured: a traced operator's exit waited
- * 8–68 s after "Manager stopped". A listener on `signal` lives as long as `signal` does.
+ * alive: once the `Request` is collected (at a full collection, within a minute here),
+ * aborting `signal` no longer reaches the body, and its pending read holds the process until
+ * the server sends something (a watch's next bookmark, up to a minute later). Measured: a
+ * traced operator's exit waited 8–68 s after "Manager stopped". A listener on `signal` lives
+ * as long as `signal` does.
  *
  * @param body The response body.
  * @param signal Cancels the body; after it aborted, the iteration throws its reason.
