@@ -241,6 +241,17 @@ export async function serviceAccountToken(
   return { authorization: `Bearer ${token.body.status.token}` };
 }
 
+/**
+ * The environment an example runs in outside a cluster: no colour, and no kubeconfig,
+ * operator namespace or watch namespace from the machine's own environment.
+ */
+export const EXAMPLE_ENV: Readonly<Record<string, string>> = {
+  NO_COLOR: "1",
+  KUBECONFIG: "/nonexistent",
+  POD_NAMESPACE: "",
+  WATCH_NAMESPACE: "",
+};
+
 /** A process whose stderr is collected, see {@linkcode spawnLogged}. */
 export interface RunningProcess {
   /** The process. */

@@ -1,10 +1,11 @@
 // The fetch carrier on its own, against local TLS servers: the cluster CA trusted, a
 // `tls-server-name` verified instead of the URL's host, an untrusted certificate accepted only
-// with `insecure-skip-tls-verify`, and a closed carrier refusing.
+// with `insecure-skip-tls-verify`, and a closed carrier refusing; and `cancelledBy`, which ends
+// a streamed body when its request's signal aborts.
 import assert from "node:assert/strict";
 import type { ClusterAccess } from "../kubeconfig/kubeconfig.ts";
 import { createCa, issueCert } from "../../util/x509.ts";
-import { FetchCarrier } from "./_fetch.ts";
+import { cancelledBy, FetchCarrier } from "./_fetch.ts";
 import { TransportError } from "./transport_error.ts";
 
 const CA = await createCa("fetch-carrier-test");
@@ -79,4 +80,53 @@ Deno.test("FetchCarrier: a closed carrier refuses with a TransportError", async 
     carrier.send({ method: "GET", path: "/", headers: {} }),
     (e) => e instanceof TransportError && /the client is closed/.test(e.message),
   );
+});
+
+/** A body that sends one chunk and then nothing, recording why it was cancelled. */
+function silentAfterOne(): { body: ReadableStream<Uint8Array>; cancelled: unknown[] } {
+  const cancelled: unknown[] = [];
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(new Uint8Array([1]));
+    },
+    cancel(reason) {
+      cancelled.push(reason);
+    },
+  });
+  return { body, cancelled };
+}
+
+Deno.test("cancelledBy: the signal cancels the body under a pending read, and the read throws its reason", async () => {
+  const { body, cancelled } = silentAfterOne();
+  const ctl = new AbortController();
+  const reason = new DOMException("stop", "AbortError");
+  const chunks: Uint8Array[] = [];
+  const reading = (async () => {
+    for await (const chunk of cancelledBy(body, ctl.signal)) {
+      chunks.push(chunk);
+      queueMicrotask(() => ctl.abort(reason));
+    }
+  })();
+  await assert.rejects(reading, (err) => err === reason);
+  assert.equal(chunks.length, 1);
+  assert.deepEqual(cancelled, [reason]);
+});
+
+Deno.test("cancelledBy: stopping early cancels the body; a body read to its end is left alone", async () => {
+  const { body, cancelled } = silentAfterOne();
+  for await (const _ of cancelledBy(body, undefined)) break;
+  assert.equal(cancelled.length, 1);
+
+  const whole = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(new Uint8Array([1]));
+      c.close();
+    },
+    cancel() {
+      throw new Error("cancelled after its end");
+    },
+  });
+  const got: Uint8Array[] = [];
+  for await (const chunk of cancelledBy(whole, new AbortController().signal)) got.push(chunk);
+  assert.equal(got.length, 1);
 });

@@ -19,7 +19,7 @@ import {
 import type { ClusterAccess, Credentials } from "../kubeconfig/kubeconfig.ts";
 import { inSpan, tracing } from "../../util/trace.ts";
 import { Http1Carrier, type Http1Opened, type Http1Response } from "./_http1.ts";
-import { FetchCarrier } from "./_fetch.ts";
+import { cancelledBy, FetchCarrier } from "./_fetch.ts";
 import { TransportError } from "./transport_error.ts";
 
 /** What `onRequest` is told about each request once its response status is known. */
@@ -210,7 +210,7 @@ export class Transport {
       spec.body !== undefined || tracing()
     ) {
       const res = await this.send(spec);
-      return res.body ?? emptyBody();
+      return res.body ? cancelledBy(res.body, spec.signal) : emptyBody();
     }
     return await this.#refreshing(spec, (creds) => this.#open(spec, creds));
   }
