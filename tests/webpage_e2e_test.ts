@@ -89,10 +89,16 @@ Deno.test("examples/webpage.ts: the JOSDK WebPage sample's flows under the gener
     );
   let op = start();
   const page = (name: string) => client.get(WebPage, name, { namespace: ns });
+  let lastSeen = "";
   const good = async (name: string) => {
     const p = await page(name);
+    lastSeen = `${name}: generation ${p.metadata.generation}, status ${JSON.stringify(p.status)}`;
     return p.status?.areWeGood === true && p.status.observedGeneration === p.metadata.generation;
   };
+  const untilGood = (name: string, what: string) =>
+    waitFor(() => good(name), { what, timeoutMs: 60_000 }).catch((err) => {
+      throw new Error(`${err.message}; last seen ${lastSeen}`);
+    });
   const exists = async (res: typeof Ingress | typeof Service, name: string) => {
     try {
       await client.get(res as typeof Service, name, { namespace: ns });
@@ -112,7 +118,7 @@ Deno.test("examples/webpage.ts: the JOSDK WebPage sample's flows under the gener
   try {
     await t.step("create: ConfigMap, Deployment and Service; good once rolled out", async () => {
       await create("hello", "<h1>Hello</h1>");
-      await waitFor(() => good("hello"), { what: "hello to be good", timeoutMs: 60_000 });
+      await untilGood("hello", "hello to be good");
       const cm = await client.get(ConfigMap, "hello", { namespace: ns });
       assert.equal(cm.data?.["index.html"], "<h1>Hello</h1>");
       assert.ok(await exists(Service, "hello"));
@@ -180,10 +186,14 @@ Deno.test("examples/webpage.ts: the JOSDK WebPage sample's flows under the gener
       "kill -9 mid-way: a restarted operator finishes, no duplicate, no Conflict",
       async () => {
         await create("second", "<h1>Second</h1>");
-        await waitFor(() => op.lines(/second/).length > 0, { what: "the operator to take second" });
+        // Killed as soon as its first child exists: the rest of the reconcile is cut off.
+        await waitFor(async () => await exists(ConfigMap as unknown as typeof Service, "second"), {
+          what: "second's ConfigMap",
+          intervalMs: 5,
+        });
         await op.stop("SIGKILL");
         op = start();
-        await waitFor(() => good("second"), { what: "second to be good", timeoutMs: 60_000 });
+        await untilGood("second", "second to be good");
         const sets = (await client.list(ReplicaSet, { namespace: ns, labelSelector: "app=second" }))
           .items;
         assert.equal(sets.length, 1, "one ReplicaSet");
