@@ -141,7 +141,7 @@ export const controller = reconcile(Webapp, {
     const states = Object.fromEntries(
       Object.values(result.dependents).map((r) => [r.name, r.state]),
     );
-    // Both skip the request when the status already holds these values.
+    // One status write, when the reconcile returns: skipped when it holds these values.
     const patched = await ctx.patchStatus(app, { dependents: states });
     await ctx.setCondition(patched, result.condition);
     if (result.error) throw result.error; // retried with backoff

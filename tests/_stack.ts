@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { Client } from "../src/client/client.ts";
 import type { KubeObject } from "../src/core/object.ts";
+import type { Resource } from "../src/core/resource.ts";
 import type { Controller } from "../src/runtime/controller/reconcile.ts";
 import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
 import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
@@ -32,18 +33,24 @@ export const Stack = defineResource({
 });
 
 /** Installs the Stack CRD and waits until it is Established and served. */
-export async function installStack(client: Client): Promise<void> {
+export function installStack(client: Client): Promise<void> {
+  return installResource(client, Stack);
+}
+
+/** Installs the CRD of a `defineResource` kind and waits until it is Established and served. */
+export async function installResource(
+  client: Client,
+  res: Resource<any> & { crd: typeof Stack.crd },
+): Promise<void> {
+  const name = res.crd().metadata.name!;
   // crd.ts's and kinds_cluster.ts's CRD types differ in their schema's index signature.
-  await client.create(
-    CustomResourceDefinition,
-    Stack.crd(),
-  );
+  await client.create(CustomResourceDefinition, res.crd());
   await waitFor(async () => {
-    const crd = await client.get(CustomResourceDefinition, Stack.crd().metadata.name!);
+    const crd = await client.get(CustomResourceDefinition, name);
     return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
-  }, { what: "the Stack CRD to be Established" });
-  await waitFor(() => client.list(Stack, { limit: 1 }).then(() => true), {
-    what: "stacks to be served",
+  }, { what: `the ${res.kind} CRD to be Established` });
+  await waitFor(() => client.list(res, { limit: 1 }).then(() => true), {
+    what: `${res.kind} objects to be served`,
   });
 }
 

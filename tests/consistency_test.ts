@@ -107,7 +107,9 @@ Deno.test("consistency: a reconcile never acts on a cache older than its own wri
           // The cache shows the context's own write at once.
           const seen = ctx.cache.get(ConfigMap, cm.metadata.name!);
           assert.equal(seen?.metadata.resourceVersion, cm.metadata.resourceVersion);
-          const out = await ctx.patchStatus(stack, { observed: stack.spec.value });
+          await ctx.patchStatus(stack, { observed: stack.spec.value });
+          // Written now rather than as the reconcile returns, to learn its resourceVersion.
+          const out = await ctx.flushStatus();
           written.set(ctx.key, out.metadata.resourceVersion!);
         },
       });

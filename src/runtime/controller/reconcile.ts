@@ -51,6 +51,11 @@
  *   Status writes, conditions and the finalizer's add and removal use the newest state the
  *   context knows, its own earlier writes included. The watch event of an own write (its
  *   echo) starts no reconcile.
+ * - One status write per reconcile: what `ctx.patchStatus` and `ctx.setCondition` set on the
+ *   primary is merged and written in one patch when `reconcile` or `finalize` returns or
+ *   throws (earlier at `ctx.flushStatus()`), so no reader sees half of it; after a reconcile
+ *   that returned, with `status.observedGeneration` when the status schema has it (option
+ *   `observedGeneration`).
  * - Returning `undefined` ends the work for this change; `requeue(ms)` runs it again after
  *   `ms`; a thrown error runs it again after the work queue's per-key exponential backoff
  *   (`retry`: 5 ms doubling to 1,000,000 ms by default); a thrown {@linkcode TerminalError}
@@ -94,6 +99,7 @@ import {
 } from "./caches.ts";
 import { KubenoError } from "../../util/error.ts";
 import { type RetryInfo, type RetryOptions, type RetryPolicy, retryPolicyOf } from "./retry.ts";
+import type { CustomResourceDefinitionSpec } from "../../core/crd.ts";
 
 /** What `requeue(ms)` returns: run the reconcile for this object again after `afterMs`. */
 export interface Requeue {
@@ -297,38 +303,50 @@ export interface ReconcileContext<T extends KubeObject> {
     options?: ContextDeleteOptions,
   ): Promise<void>;
   /**
-   * Merge-patches the status subresource of `obj` (a primary object). Skips the request
-   * when the server's status (the cached one, or the last one this context wrote) already
-   * holds these values — never judged from `obj`, which the reconcile may have changed.
+   * Merge-patches the status subresource of the primary — once per reconcile: what
+   * `patchStatus` and `setCondition` set is merged and written in one request when the
+   * reconcile (or finalize) returns or throws, or earlier at {@linkcode flushStatus}; a
+   * watcher of the primary never sees half of it. The promise resolves at once, sending
+   * nothing. The write is skipped when the server's status (the cached one, or the last one
+   * this context wrote) already holds the values — never judged from `obj`, which the
+   * reconcile may have changed. Of another object than the primary, it is written at once.
    *
-   * A merge patch replaces a list whole, so a patch holding a list (e.g. `conditions`) is
-   * sent with `obj`'s resourceVersion as a precondition: if the object changed since `obj`
-   * was read (another writer set a condition), the server answers 409 and the reconcile is
-   * retried on fresh state, instead of the other writer's update being lost.
+   * A merge patch replaces a list whole, so a write holding a list (e.g. `conditions`) is
+   * sent with the resourceVersion it was computed from as a precondition: if the object
+   * changed since (another writer set a condition), the server answers 409 and the reconcile
+   * is retried on fresh state, instead of the other writer's update being lost.
    *
    * @param obj The object, as reconcile received it or as a write returned it.
    * @param status The status fields to set; `null` removes a field.
-   * @returns The object as stored, or `obj` when nothing changed.
-   * @throws {ApiError} When the server refuses the patch; `isConflict(err)` when a patch
-   * holding a list was computed from an outdated `obj` (retried like any failure).
+   * @returns `obj` with the pending status applied (the primary), or the object as stored.
+   * @throws {ApiError} Another object than the primary: when the server refuses the patch.
    */
   patchStatus(obj: T, status: MergePatch<StatusOf<T>>): Promise<T>;
   /**
    * Sets one condition in `obj.status.conditions` with `metav1.Condition` semantics (see
-   * `setCondition`) and merge-patches the status; `observedGeneration` defaults to the
-   * object's generation. Skips the request when the server's status already holds it.
-   * The list is computed from the latest state this context knows (its own earlier writes
-   * included) and sent with that state's resourceVersion as a precondition, so a condition
-   * another writer set meanwhile is never dropped: the server answers 409 and the reconcile
-   * is retried.
+   * `setCondition`), merged into the reconcile's one status write like `patchStatus`;
+   * `observedGeneration` defaults to the object's generation. The list is computed from the
+   * conditions set earlier in this reconcile, else from the latest state this context knows
+   * (its own earlier writes included), and sent with that state's resourceVersion as a
+   * precondition, so a condition another writer set meanwhile is never dropped: the server
+   * answers 409 and the reconcile is retried.
    *
    * @param obj The object.
    * @param condition The condition's type, status, reason and message.
-   * @returns The object as stored, or `obj` when nothing changed.
-   * @throws {ApiError} When the server refuses the patch; `isConflict(err)` when the object
-   * changed since the state the conditions were computed from.
+   * @returns `obj` with the pending status applied (the primary), or the object as stored.
+   * @throws {ApiError} Another object than the primary: when the server refuses the patch.
    */
   setCondition(obj: T, condition: ConditionInput): Promise<T>;
+  /**
+   * Writes the status `patchStatus` and `setCondition` set so far now, instead of when the
+   * reconcile returns — before the reconcile waits on something that must see it. Skipped
+   * when nothing is pending or the server's status already holds it.
+   *
+   * @returns The primary as stored (its newest known state when nothing was sent).
+   * @throws {ApiError} When the server refuses the patch; `isConflict(err)` when a list in it
+   * was computed from an outdated state.
+   */
+  flushStatus(): Promise<T>;
 }
 
 /**
@@ -609,6 +627,17 @@ export interface ReconcileOptions<T extends KubeObject> {
    */
   retry?: RetryOptions;
   /**
+   * Whether a reconcile that returns (`undefined` or `requeue(ms)`) sets
+   * `status.observedGeneration` to the `metadata.generation` of the object it read, in its
+   * one status write — the equivalent of Java Operator SDK's `ObservedGenerationAwareStatus`
+   * (controller-runtime leaves it to the reconcile). Only when the primary's status schema
+   * (from `defineResource`) has `observedGeneration`; a reconcile that set no status writes
+   * one for it alone, unless the server's status already holds it. A value the reconcile
+   * sets itself wins; a reconcile that throws, and `finalize`, do not set it.
+   * @default true
+   */
+  observedGeneration?: boolean;
+  /**
    * The primary kind's cache scope (namespaces, selectors, transform), its `indexes` and
    * `predicates` — the equivalent of controller-runtime's `For(obj, WithPredicates(...))`
    * with `cache.Options.ByObject`, kube-rs's `Controller::new(api, watcher::Config)` and Java
@@ -702,6 +731,11 @@ export interface Controller<T extends KubeObject = any> {
   /** Field manager of the controller's writes (`run.fieldManager`). */
   readonly fieldManager: string;
   /**
+   * `true` when a reconcile that returns sets `status.observedGeneration`: the status schema
+   * has it and the `observedGeneration` option is not `false`.
+   */
+  readonly observedGeneration?: true;
+  /**
    * `true` when `owns` holds a `dependents(...)` graph: its primary objects are ApplySet
    * parents, so the operator labels the primary's CRD `applyset.kubernetes.io/is-parent-type:
    * "true"`.
@@ -744,6 +778,7 @@ const OPTIONS: Readonly<Record<string, readonly string[]>> = {
     "run",
     "retry",
     "onError",
+    "observedGeneration",
   ],
   primary: ["namespaces", "labelSelector", "fieldSelector", "transform", "indexes", "predicates"],
   run: ["maxConcurrent", "reservedWorkers", "timeoutMs", "fieldManager"],
@@ -851,6 +886,9 @@ export function reconcile<T extends KubeObject>(
     ...(finalizer !== undefined ? { finalizer, finalize } : {}),
     ...runOf(name, options.run ?? {}),
     ...(graphs ? { applySetParent: true as const } : {}),
+    ...(options.observedGeneration !== false && hasObservedGeneration(resource)
+      ? { observedGeneration: true as const }
+      : {}),
     reconcile: options.reconcile,
     ...(options.onError ? { onError: options.onError } : {}),
     ...(options.retry
@@ -883,6 +921,10 @@ function checkOptions<T extends KubeObject>(name: string, options: ReconcileOpti
   if (typeof options.reconcile !== "function") fail("reconcile is not a function");
   if (options.onError !== undefined && typeof options.onError !== "function") {
     fail("onError is not a function");
+  }
+  const { observedGeneration } = options;
+  if (observedGeneration !== undefined && typeof observedGeneration !== "boolean") {
+    fail(`observedGeneration must be true or false, got "${observedGeneration}"`);
   }
   const { finalizer, finalize } = options;
   if (finalize && !finalizer) fail("finalize needs a finalizer name");
@@ -936,6 +978,16 @@ function sourcesOf<T extends KubeObject>(name: string, sources: readonly Source<
     }
   });
   return { external, timers, daemons };
+}
+
+/**
+ * Whether the status schema of `res` declares `observedGeneration`: read from the CRD that
+ * `defineResource` builds (built-in kinds and resources without a CRD never do).
+ */
+function hasObservedGeneration(res: Resource<any>): boolean {
+  const crd = (res as { crd?: () => { spec: CustomResourceDefinitionSpec } }).crd?.();
+  const schema = crd?.spec.versions.find((v) => v.name === res.version)?.schema?.openAPIV3Schema;
+  return schema?.properties?.status?.properties?.observedGeneration !== undefined;
 }
 
 /** The `run` option checked, its defaults filled in. */

@@ -94,10 +94,14 @@ Deno.test("reconcile() names an unknown option and the known ones", () => {
     reconcile(Secret, { reconcile() {}, ...options } as Parameters<typeof reconcile>[1]);
   assert.throws(
     bad({ maxConcurrent: 2 }),
-    /^TypeError: Cannot define controller "secret": unknown option "maxConcurrent" \(known: name, reconcile, finalizer, finalize, primary, owns, watches, reads, sources, run, retry, onError\)$/,
+    /^TypeError: Cannot define controller "secret": unknown option "maxConcurrent" \(known: name, reconcile, finalizer, finalize, primary, owns, watches, reads, sources, run, retry, onError, observedGeneration\)$/,
   );
   assert.throws(bad({ run: { concurrency: 2 } }), /unknown option "run\.concurrency"/);
   assert.throws(bad({ primary: { scope: {} } }), /unknown option "primary\.scope"/);
+  assert.throws(
+    bad({ observedGeneration: "no" }),
+    /^TypeError: Cannot define controller "secret": observedGeneration must be true or false, got "no"$/,
+  );
 });
 
 Deno.test("requeue and TerminalError", () => {

@@ -1,16 +1,9 @@
 import assert from "node:assert/strict";
 import type { Client } from "../../../client/client.ts";
 import { ConfigMap } from "../../../core/kinds.ts";
-import type { Condition, KubeObject } from "../../../core/object.ts";
-import { resource } from "../../../core/resource.ts";
-import { getLogger } from "../../../util/log.ts";
-import { EventRecorder } from "../events.ts";
-import { reconcile } from "../reconcile.ts";
-import { createContext } from "./context.ts";
+import { type Thing, thingContext } from "./_context_fixture_test.ts";
 
 Deno.test("a context refuses every write once its signal aborted, and sends none", async () => {
-  type Thing = KubeObject & { status?: { phase?: string; conditions?: Condition[] } };
-  const Thing = resource<Thing>({ group: "a.io", version: "v1", kind: "Thing" });
   const sent: string[] = [];
   const answer = (verb: string) => (..._args: unknown[]) => {
     sent.push(verb);
@@ -27,18 +20,9 @@ Deno.test("a context refuses every write once its signal aborted, and sends none
     metadata: { name: "t", namespace: "ns", uid: "u1", resourceVersion: "1" },
   };
   const attempt = new AbortController();
-  const { ctx, patchPrimary } = createContext({
-    controller: reconcile(Thing, { reconcile: () => {} }),
-    client,
-    events: new EventRecorder(client, { component: "thing" }),
-    log: getLogger(["kubeno", "test"]),
-    key: "ns/t",
-    primary: structuredClone(primary),
-    cached: primary,
-    cache: { get: () => undefined, list: () => [] },
-    signal: attempt.signal,
-  });
+  const { ctx, patchPrimary } = thingContext(client, primary, attempt.signal);
   await ctx.patchStatus(primary, { phase: "Before" });
+  await ctx.flushStatus();
   assert.deepEqual(sent, ["patchStatus"], "writes are sent while the signal has not aborted");
   sent.length = 0;
 
@@ -57,6 +41,7 @@ Deno.test("a context refuses every write once its signal aborted, and sends none
       () => ctx.setCondition(primary, { type: "Ready", status: "True", reason: "Done" }),
     ],
     ["finalizer write", () => patchPrimary(() => ({ metadata: { finalizers: ["a.io/x"] } }))],
+    ["flushStatus", () => ctx.flushStatus()],
   ];
   for (const [what, write] of writes) {
     await assert.rejects(write, (err) => err === reason, `${what} was not refused`);

@@ -96,8 +96,13 @@ export async function writeStatus<T extends KubeObject>(
   return out;
 }
 
-/** Whether a merge patch holds a list anywhere (lists are replaced whole). */
-function hasList(patch: unknown): boolean {
+/**
+ * Whether a merge patch holds a list anywhere (lists are replaced whole).
+ *
+ * @param patch The merge patch.
+ * @returns `true` when it does.
+ */
+export function hasList(patch: unknown): boolean {
   if (Array.isArray(patch)) return true;
   if (typeof patch !== "object" || patch === null) return false;
   return Object.values(patch).some(hasList);

@@ -11,8 +11,8 @@
  * 4. One `reconcile` span: a child of the first real change that queued the key, linked to
  *    every other cause the queue merged into it (`cause_links.ts`).
  * 5. The attempt: the reconcile's own copy of the object, its context (`../context/`), the
- *    call through the finalizer when the controller has one, bounded by `timeoutMs`
- *    (`_attempt.ts`).
+ *    call through the finalizer when the controller has one, and the one status write of
+ *    what it set as it ends, bounded by `timeoutMs` (`_attempt.ts`).
  * 6. After a failure, the error status (`_error_status.ts`): `onError`'s status, and the
  *    `RetriesExhausted` condition after the last of `retry.maxAttempts`.
  * 7. The outcome switch (`_outcome.ts`): forget, requeue after, retry with backoff, or not at
@@ -331,7 +331,10 @@ function ownedKinds(c: Controller<any>): ReadonlySet<string> {
   return kinds;
 }
 
-/** Calls the user's reconcile, through the finalizer when the controller has one. */
+/**
+ * Calls the user's reconcile, through the finalizer when the controller has one; the status it
+ * set is written once as it ends (with `observedGeneration` after a reconcile that returned).
+ */
 async function run<T extends KubeObject>(
   c: Controller<T>,
   client: Client,
@@ -339,7 +342,12 @@ async function run<T extends KubeObject>(
   handle: ContextHandle<T>,
 ): Promise<ReconcileResult> {
   const ctx = handle.ctx;
-  if (!c.finalizer) return await c.reconcile(obj, ctx);
+  const reconciled = (o: T) =>
+    handle.finish(
+      () => c.reconcile(o, ctx),
+      c.observedGeneration ? o.metadata.generation : undefined,
+    );
+  if (!c.finalizer) return await reconciled(obj);
   // The finalizer writes go through the context: computed from and guarded by the
   // newest state it knows (the reconcile's own status writes included).
   return await finalizer(
@@ -349,9 +357,9 @@ async function run<T extends KubeObject>(
     obj,
     (ev) =>
       ev.type === "cleanup"
-        ? c.finalize!(ev.object, ctx)
+        ? handle.finish(() => c.finalize!(ev.object, ctx))
         // After the add: the server's answer, which is also the context's own state.
-        : c.reconcile(ev.object === obj ? obj : dataCopy(ev.object), ctx),
+        : reconciled(ev.object === obj ? obj : dataCopy(ev.object)),
     { write: (patch) => handle.patchPrimary(patch) },
   );
 }
