@@ -44,8 +44,8 @@
  *   `rateLimiter` and no `retry` delays, `maxAttempts` counts through that limiter.
  * - A real change while a key is backing off queues it at once, but does not reset its count
  *   (as controller-runtime); only a success, or giving up, does.
- * - After the last attempt, `onError`'s status and the `Ready` condition are two status
- *   writes, in that order.
+ * - A failed attempt's own status (what it set before it threw) is one write; `onError`'s
+ *   status, with the `Ready` condition after the last attempt, is one more.
  * - After an attempt cut by `run.timeoutMs`, `onError` and the condition write through a
  *   fresh context (the cut one refuses writes), which does not know that attempt's writes.
  *

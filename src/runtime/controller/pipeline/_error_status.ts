@@ -1,8 +1,9 @@
 // What a failed attempt writes before its retry is scheduled (`_outcome.ts`): the status of
 // the controller's `onError` (Java Operator SDK's `updateErrorStatus`), and after the last of
 // `retry.maxAttempts` a `Ready=False` condition when the status has `conditions`. Both go
-// through the attempt's context, so they are the controller's own writes: their echoes start
-// no reconcile (and so do not reset the count of attempts), and the next reconcile sees them.
+// through the attempt's context, in one status write after the attempt's own, so they are the
+// controller's own writes: their echoes start no reconcile (and so do not reset the count of
+// attempts), and the next reconcile sees them.
 import type { KubeObject } from "../../../core/object.ts";
 import { dataCopy } from "../../../util/freeze.ts";
 import type { Logger } from "../../../util/log.ts";
@@ -65,10 +66,14 @@ export async function writeErrorStatus<T extends KubeObject>(
       key: ctx.key,
       error: err instanceof Error ? err.message : String(err),
     });
+  let pending = false;
   if (controller.onError) {
     try {
       const status = await controller.onError(dataCopy(cached), error, { ...ctx, retry });
-      if (status !== undefined) await ctx.patchStatus(dataCopy(cached), status);
+      if (status !== undefined) {
+        await ctx.patchStatus(dataCopy(cached), status);
+        pending = true;
+      }
     } catch (err) {
       failed("error status")(err);
     }
@@ -79,6 +84,8 @@ export async function writeErrorStatus<T extends KubeObject>(
       status: "False",
       reason: RETRIES_EXHAUSTED,
       message: exhaustedMessage(retry, error),
-    }).catch(failed(`${RETRIES_EXHAUSTED} condition`));
+    }).then(() => void (pending = true), failed(`${RETRIES_EXHAUSTED} condition`));
   }
+  // The attempt's status write is done (it ended); these two go together in one more.
+  if (pending) await ctx.flushStatus().catch(failed("error status"));
 }

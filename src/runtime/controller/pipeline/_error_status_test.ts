@@ -43,6 +43,7 @@ function recording() {
       writes.push({ condition });
       return Promise.resolve(primary);
     },
+    flushStatus: () => Promise.resolve(primary),
   } as unknown as ReconcileContext<any>;
   const log = {
     warn: (m: string, p?: Record<string, unknown>) => void warnings.push(`${m} ${p?.error}`),
