@@ -7,8 +7,7 @@ import type { Client } from "../src/client/client.ts";
 import { ConfigMap, Namespace, Secret } from "../src/core/kinds.ts";
 import { KUBECONFIG_SECRET_LABEL } from "../src/runtime/cluster/provider.ts";
 import { FLEET_NAMESPACE, SYNC_LABEL } from "../examples/fleet.ts";
-import { toYaml } from "../src/util/yaml.ts";
-import { uniqueName } from "./_helpers.ts";
+import { serviceAccountKubeconfig, uniqueName } from "./_helpers.ts";
 
 const printed = new Map<string, Promise<string>>();
 /**
@@ -53,23 +52,7 @@ export async function operatorKubeconfig(cp: ControlPlane, set: "hub" | "member"
   await Deno.writeTextFile(file, await printedManifests(set));
   const applied = await cp.kubectl("apply", "-f", file);
   assert.equal(applied.code, 0, applied.stderr);
-  const token = await cp.request(
-    "POST",
-    `/api/v1/namespaces/${FLEET_NAMESPACE}/serviceaccounts/fleet-operator/token`,
-    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
-  );
-  assert.equal(token.status, 201);
-  return toYaml([{
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{
-      name: "c",
-      cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
-    }],
-    users: [{ name: "fleet-operator", user: { token: token.body.status.token } }],
-    contexts: [{ name: "c", context: { cluster: "c", user: "fleet-operator" } }],
-    "current-context": "c",
-  }]);
+  return await serviceAccountKubeconfig(cp, FLEET_NAMESPACE, "fleet-operator");
 }
 
 /** Registers member `name`: its kubeconfig as a labelled Secret on the hub. */

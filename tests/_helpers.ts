@@ -252,6 +252,39 @@ export const EXAMPLE_ENV: Readonly<Record<string, string>> = {
   WATCH_NAMESPACE: "",
 };
 
+/**
+ * A kubeconfig for `cp` that authenticates as an existing ServiceAccount (a fresh token of
+ * it): what an operator deployed with its generated RBAC runs as.
+ *
+ * @param cp The control plane.
+ * @param namespace The ServiceAccount's namespace.
+ * @param name Its name.
+ * @returns The kubeconfig, as YAML.
+ */
+export async function serviceAccountKubeconfig(
+  cp: ControlPlane,
+  namespace: string,
+  name: string,
+): Promise<string> {
+  const token = await cp.request(
+    "POST",
+    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+  );
+  assert.equal(token.status, 201, JSON.stringify(token.body));
+  return toYaml([{
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "c",
+      cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
+    }],
+    users: [{ name, user: { token: token.body.status.token } }],
+    contexts: [{ name: "c", context: { cluster: "c", user: name } }],
+    "current-context": "c",
+  }]);
+}
+
 /** A process whose stderr is collected, see {@linkcode spawnLogged}. */
 export interface RunningProcess {
   /** The process. */

@@ -16,7 +16,7 @@ import { isNotFound } from "../src/client/errors/api_error.ts";
 import { fromYaml, toYaml } from "../src/util/yaml.ts";
 import type { KubeObject } from "../src/core/object.ts";
 import { WebPage, type WebPageObject } from "../examples/webpage.ts";
-import { startExample, uniqueName, waitFor } from "./_helpers.ts";
+import { serviceAccountKubeconfig, startExample, uniqueName, waitFor } from "./_helpers.ts";
 import { freePort } from "../src/testing/process.ts";
 
 const REPO = new URL("../", import.meta.url).pathname;
@@ -50,26 +50,10 @@ Deno.test("examples/webpage.ts: the JOSDK WebPage sample's flows under the gener
   const applied = await cp.kubectl("apply", "-f", file);
   assert.equal(applied.code, 0, applied.stderr);
   const sa = docs.find((o) => o.kind === "ServiceAccount")!;
-  const token = await cp.request(
-    "POST",
-    `/api/v1/namespaces/${sa.metadata.namespace}/serviceaccounts/${sa.metadata.name}/token`,
-    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
-  );
-  assert.equal(token.status, 201);
   const saConfig = `${cp.dir}/webpage-sa.kubeconfig`;
   await Deno.writeTextFile(
     saConfig,
-    toYaml([{
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{
-        name: "c",
-        cluster: { server: cp.server, "certificate-authority-data": btoa(cp.caCertPem) },
-      }],
-      users: [{ name: "sa", user: { token: token.body.status.token } }],
-      contexts: [{ name: "c", context: { cluster: "c", user: "sa" } }],
-      "current-context": "c",
-    }]),
+    await serviceAccountKubeconfig(cp, sa.metadata.namespace!, sa.metadata.name!),
   );
   const ns = uniqueName("web");
   await client.create(Namespace, { metadata: { name: ns } });
