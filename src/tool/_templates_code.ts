@@ -252,7 +252,8 @@ async function eventually<T>(
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(\`Timed out waiting for \${what}\`, { cause: last });
+  const why = last instanceof Error ? \`: \${last.message}\` : "";
+  assert.fail(\`Timed out waiting for \${what}\${why}\`);
 }
 `;
 }
