@@ -62,7 +62,8 @@ export async function createNamespace(client: Client, name: string): Promise<str
 
 /**
  * Runs `controller` in `ns` through `client` with its own informers, recording each queue
- * add's cause and time; `idle()` says whether nothing is queued or running.
+ * add's cause and time and counting the echoes it skipped; `idle()` says whether nothing is
+ * queued or running.
  */
 export async function runObserved<T extends KubeObject>(
   controller: Controller<T>,
@@ -71,6 +72,7 @@ export async function runObserved<T extends KubeObject>(
 ) {
   const causes: { cause: Cause; at: number }[] = [];
   let active = 0;
+  let echoes = 0;
   const informers = new InformerFactory({ client });
   const runtime = new ControllerRuntime(controller, {
     client,
@@ -78,6 +80,7 @@ export async function runObserved<T extends KubeObject>(
     namespaces: [ns],
     metrics: {
       queued: (_, cause) => void causes.push({ cause, at: performance.now() }),
+      echo: () => void echoes++,
       activeWorkers: (_, n) => void (active = n),
     },
   });
@@ -85,7 +88,10 @@ export async function runObserved<T extends KubeObject>(
   await runtime.start();
   return {
     runtime,
+    informers,
     causes,
+    /** Watch events that were the echo of the controller's own write, skipped. */
+    echoes: () => echoes,
     idle: () => runtime.queue.len() === 0 && active === 0,
     async [Symbol.asyncDispose]() {
       await runtime.stop(10_000);

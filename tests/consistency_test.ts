@@ -18,15 +18,13 @@ import { startLagProxy } from "../src/testing/lag_proxy.ts";
 import { createClient, type RequestMetric } from "../src/client/client.ts";
 import { ConfigMap } from "../src/core/kinds.ts";
 import { type Controller, reconcile, requeue } from "../src/runtime/controller/reconcile.ts";
-import { ControllerRuntime } from "../src/runtime/controller/pipeline/runner.ts";
 import type { Cause } from "../src/runtime/controller/metrics_hooks.ts";
-import { InformerFactory } from "../src/runtime/cache/informer_factory.ts";
 import { controllerOf } from "../src/core/owner.ts";
 import { objectKey } from "../src/core/object_key.ts";
 import { compareResourceVersions } from "../src/core/object.ts";
 import type { ObjectOf } from "../src/core/resource.ts";
 import { waitFor } from "./_helpers.ts";
-import { createNamespace, installStack, Stack } from "./_stack.ts";
+import { createNamespace, installStack, runObserved, Stack } from "./_stack.ts";
 
 const LAG_MS = 1_500;
 const N = 5;
@@ -48,27 +46,17 @@ Deno.test("consistency: a reconcile never acts on a cache older than its own wri
 
   /** Runs `controller` in namespace `ns` until the returned value is disposed. */
   const run = async (controller: Controller<any>, ns: string) => {
-    const causes: Partial<Record<Cause, number>> = {};
-    let echoes = 0;
-    let active = 0;
-    const informers = new InformerFactory({ client });
-    const runtime = new ControllerRuntime(controller, {
-      client,
-      informers,
-      namespaces: [ns],
-      metrics: {
-        queued: (_, cause) => void (causes[cause] = (causes[cause] ?? 0) + 1),
-        echo: () => void echoes++,
-        activeWorkers: (_, n) => void (active = n),
-      },
-    });
-    informers.start();
-    await runtime.start();
-    const stacks = informers.for(Stack, { namespace: ns });
+    const observed = await runObserved(controller, client, ns);
+    const stacks = observed.informers.for(Stack, { namespace: ns });
     return {
-      runtime,
-      causes,
-      echoes: () => echoes,
+      runtime: observed.runtime,
+      /** Queue adds by cause. */
+      get causes(): Partial<Record<Cause, number>> {
+        const by: Partial<Record<Cause, number>> = {};
+        for (const { cause } of observed.causes) by[cause] = (by[cause] ?? 0) + 1;
+        return by;
+      },
+      echoes: observed.echoes,
       /** Waits until the cache shows every Stack as the server holds it and no work is left. */
       async idle() {
         await waitFor(async () => {
@@ -76,13 +64,10 @@ Deno.test("consistency: a reconcile never acts on a cache older than its own wri
           return list.items.every((s) =>
             stacks.store.get(objectKey(s))?.metadata.resourceVersion ===
               s.metadata.resourceVersion
-          ) && runtime.queue.len() === 0 && active === 0;
+          ) && observed.idle();
         }, { what: `the controller in ${ns} to be idle with its cache caught up` });
       },
-      async [Symbol.asyncDispose]() {
-        await runtime.stop(10_000);
-        await informers[Symbol.asyncDispose]();
-      },
+      [Symbol.asyncDispose]: () => observed[Symbol.asyncDispose](),
     };
   };
 
