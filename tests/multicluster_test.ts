@@ -2,8 +2,9 @@
 // operator (examples/fleet.ts) pushes the hub's settings into labelled Namespaces of every
 // member whose kubeconfig Secret is on the hub. A member registered at run time (the hub's
 // own API server, as a third member) is reconciled within 10 s; deleting a member's Secret
-// closes its watches (that API server's own gauge) while the others keep converging; a member
-// whose API server is stopped does not delay the others' reconciles.
+// closes its watches (that API server's own gauge) while the others keep converging; with a
+// member's API server stopped the others still reconcile (the latency bound is asserted in
+// tests/multicluster_isolation_test.ts).
 import assert from "node:assert/strict";
 import { startControlPlane } from "../testing.ts";
 import { type Client, createClient } from "../src/client/client.ts";
@@ -156,30 +157,33 @@ Deno.test("a fleet engages and disengages member clusters at run time", async (t
       assert.equal((await settings(c2, ns2))?.mode, "fast", "member-2 is no longer reconciled");
     });
 
-    await t.step("a member whose API server is stopped does not delay the others", async () => {
-      const latency = async (): Promise<number> => {
-        const ns = await syncedNamespace(hub, "lat");
-        const t0 = performance.now();
-        await waitFor(async () => (await settings(hub, ns))?.cluster === "member-3", {
-          what: `member-3's ${ns}/fleet-settings`,
-          intervalMs: 10,
-        });
-        return Math.round(performance.now() - t0);
-      };
-      const up: number[] = [];
-      for (let i = 0; i < 3; i++) up.push(await latency());
-      await m1.stopApiServer();
-      const down: number[] = [];
-      for (let i = 0; i < 3; i++) down.push(await latency());
-      const states = fleet.clusters().map((c) => `${c.name}=${c.ready ? "ready" : "not ready"}`);
-      console.log(
-        `member-3 create → reconciled, ms: member-1 up [${
-          up.join(", ")
-        }], member-1's API server stopped [${down.join(", ")}]; clusters: ${
-          states.join(", ")
-        }; readyz: ${fleet.readyzCheck()()}`,
-      );
-    });
+    await t.step(
+      "member-1's API server stopped: member-3 still reconciles (the 2× bound is asserted in multicluster_isolation_test.ts)",
+      async () => {
+        const latency = async (): Promise<number> => {
+          const ns = await syncedNamespace(hub, "lat");
+          const t0 = performance.now();
+          await waitFor(async () => (await settings(hub, ns))?.cluster === "member-3", {
+            what: `member-3's ${ns}/fleet-settings`,
+            intervalMs: 10,
+          });
+          return Math.round(performance.now() - t0);
+        };
+        const up: number[] = [];
+        for (let i = 0; i < 3; i++) up.push(await latency());
+        await m1.stopApiServer();
+        const down: number[] = [];
+        for (let i = 0; i < 3; i++) down.push(await latency());
+        const states = fleet.clusters().map((c) => `${c.name}=${c.ready ? "ready" : "not ready"}`);
+        console.log(
+          `member-3 create → reconciled, ms: member-1 up [${
+            up.join(", ")
+          }], member-1's API server stopped [${down.join(", ")}]; clusters: ${
+            states.join(", ")
+          }; readyz: ${fleet.readyzCheck()()}`,
+        );
+      },
+    );
 
     await t.step("unreachable past the deadline: disengaged, then engaged again", async () => {
       await waitFor(() => !fleet.clusters().some((c) => c.name === "member-1"), {
